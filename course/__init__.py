@@ -1,0 +1,13 @@
+"""Attention, step by step: the reference code the notebooks build on.
+
+One module per concept, in lesson order:
+
+    01 rnn          why recurrence is a bottleneck; the RNN baseline
+    02 attention    dot-product attention (and, in 03, its scaled, masked form)
+    04 multihead    multi-head attention
+    ...
+
+`course.check` holds the exercise checkers; `course.authoring` builds the notebooks.
+"""
+
+__version__ = "0.1.0"

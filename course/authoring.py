@@ -1,0 +1,218 @@
+"""One source per lesson -> a learner notebook and an executed solution notebook.
+
+The source of lesson NN is `solutions/NN_name.py`, in jupytext's py:percent format.
+Exercise answers sit between `### BEGIN SOLUTION` and `### END SOLUTION` lines.
+
+    python -m course.authoring build [02 ...]   # what `make notebooks` runs
+    python -m course.authoring check            # exit 1 if a notebook is stale
+
+`build` writes, for every source:
+  solutions/NN_name.ipynb   executed, outputs kept (nbval's reference);
+  notebooks/NN_name.ipynb   answers replaced by a stub, outputs cleared.
+
+A learner's edits are never lost: every generated notebook records a fingerprint of
+its cells. If notebooks/NN_name.ipynb no longer matches its fingerprint, somebody
+edited it, so `build` first moves it to notebooks/backups/ and says where.
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import hashlib
+import json
+import sys
+from datetime import datetime
+from pathlib import Path
+
+import jupytext
+import nbformat
+from nbclient import NotebookClient
+
+ROOT = Path(__file__).resolve().parents[1]
+BEGIN, END = "### BEGIN SOLUTION", "### END SOLUTION"
+STUB = ("# YOUR CODE HERE", "raise NotImplementedError")
+KERNELSPEC = {"display_name": "Python 3 (ipykernel)", "language": "python", "name": "python3"}
+
+
+class AuthoringError(ValueError):
+    """A lesson source that cannot be turned into notebooks, and why."""
+
+
+# ------------------------------------------------------------- sources ----------
+
+
+def lesson_sources(solutions_dir: Path, only: list[str] | None = None) -> list[Path]:
+    """solutions/NN_name.py files, in lesson order; `only` keeps those whose name starts so."""
+    sources = sorted(p for p in solutions_dir.glob("[0-9][0-9]_*.py"))
+    if only:
+        sources = [p for p in sources if any(p.stem.startswith(o) for o in only)]
+        if not sources:
+            raise AuthoringError(f"no lesson source in {solutions_dir} starts with {only}")
+    return sources
+
+
+def stub_solutions(source: str, where: str = "cell") -> str:
+    """Replace each BEGIN/END SOLUTION region by the stub, at the BEGIN line's indent."""
+    lines, inside = [], False
+    for number, line in enumerate(source.splitlines(), 1):
+        marker = line.strip()
+        if marker == BEGIN:
+            if inside:
+                raise AuthoringError(f"{where}, line {number}: {BEGIN} inside another solution")
+            indent = line[: len(line) - len(line.lstrip())]
+            lines += [indent + stub_line for stub_line in STUB]
+            inside = True
+        elif marker == END:
+            if not inside:
+                raise AuthoringError(f"{where}, line {number}: {END} without {BEGIN}")
+            inside = False
+        elif not inside:
+            lines.append(line)
+    if inside:
+        raise AuthoringError(f"{where}: {BEGIN} is never closed by {END}")
+    return "\n".join(lines)
+
+
+def fingerprint(nb) -> str:
+    """A hash of what a person writes in a notebook: cell kinds and sources."""
+    cells = [[cell.cell_type, cell.source] for cell in nb.cells]
+    return hashlib.sha256(json.dumps(cells).encode()).hexdigest()
+
+
+def read_lesson(source: Path):
+    """The lesson source as a clean nbformat-4.5 notebook with stable ids and metadata."""
+    text = source.read_text(encoding="utf-8")
+    parsed = jupytext.reads(text, fmt="py:percent")
+    nb = nbformat.v4.new_notebook()
+    for i, cell in enumerate(parsed.cells):
+        metadata = {k: v for k, v in cell.metadata.items() if k == "tags"}
+        make = nbformat.v4.new_code_cell if cell.cell_type == "code" else nbformat.v4.new_markdown_cell
+        nb.cells.append(make(cell.source, metadata=metadata, id=f"cell-{i:02d}"))
+    nb.metadata = {
+        "kernelspec": dict(KERNELSPEC),
+        "language_info": {"name": "python"},
+        "course": {"source": f"solutions/{source.name}",
+                   "source_sha256": hashlib.sha256(text.encode()).hexdigest()},
+    }
+    return nb
+
+
+def learner_notebook(lesson):
+    """Answers stubbed, outputs cleared."""
+    nb = copy.deepcopy(lesson)
+    for i, cell in enumerate(nb.cells):
+        if cell.cell_type == "code":
+            cell.source = stub_solutions(cell.source, where=f"{nb.metadata.course.source}, cell {i}")
+            cell.outputs, cell.execution_count = [], None
+    nb.metadata.course["fingerprint"] = fingerprint(nb)
+    return nb
+
+
+def solution_notebook(lesson, workdir: Path, timeout: int = 600):
+    """The lesson executed top to bottom in a fresh kernel, outputs kept."""
+    nb = copy.deepcopy(lesson)
+    # Check the markers even here, so a broken source fails before a long execution.
+    for i, cell in enumerate(nb.cells):
+        if cell.cell_type == "code":
+            stub_solutions(cell.source, where=f"{nb.metadata.course.source}, cell {i}")
+    NotebookClient(nb, timeout=timeout, kernel_name="python3", record_timing=False,
+                   resources={"metadata": {"path": str(workdir)}}).execute()
+    nb.metadata.course["fingerprint"] = fingerprint(nb)
+    return nb
+
+
+def write(nb, path: Path) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(nbformat.writes(nb) + "\n", encoding="utf-8")
+
+
+# --------------------------------------------------------------- build ----------
+
+
+def edited_by_hand(path: Path) -> bool:
+    """True when a generated notebook's cells no longer match the fingerprint it was written with."""
+    if not path.exists():
+        return False
+    try:
+        nb = nbformat.read(path, as_version=4)
+    except Exception:
+        return True  # unreadable: treat as somebody's work, keep it
+    recorded = nb.metadata.get("course", {}).get("fingerprint")
+    return recorded != fingerprint(nb)
+
+
+def back_up(path: Path, backups: Path) -> Path:
+    stamp = datetime.now().strftime("%Y%m%d-%H%M%S-%f")
+    target = backups / f"{path.stem}.{stamp}.ipynb"
+    backups.mkdir(parents=True, exist_ok=True)
+    path.replace(target)
+    return target
+
+
+def build(root: Path = ROOT, only: list[str] | None = None, execute: bool = True, say=print) -> None:
+    solutions_dir, notebooks_dir = root / "solutions", root / "notebooks"
+    for source in lesson_sources(solutions_dir, only):
+        lesson = read_lesson(source)
+        learner = learner_notebook(lesson)
+        target = notebooks_dir / f"{source.stem}.ipynb"
+        if edited_by_hand(target):
+            kept = back_up(target, notebooks_dir / "backups")
+            say(f"! {target.relative_to(root)} had your edits: they are kept in {kept.relative_to(root)}")
+        write(learner, target)
+        say(f"wrote {target.relative_to(root)}")
+        if execute:
+            say(f"executing {source.relative_to(root)} ...")
+            write(solution_notebook(lesson, solutions_dir), solutions_dir / f"{source.stem}.ipynb")
+            say(f"wrote solutions/{source.stem}.ipynb")
+
+
+def staleness(source: Path, root: Path = ROOT) -> list[str]:
+    """What is out of date in the two notebooks generated from `source` (empty: all current)."""
+    problems = []
+    lesson = read_lesson(source)
+    learner_path = root / "notebooks" / f"{source.stem}.ipynb"
+    solution_path = root / "solutions" / f"{source.stem}.ipynb"
+    if not learner_path.exists():
+        problems.append(f"{learner_path.relative_to(root)} is missing")
+    elif learner_path.read_text(encoding="utf-8") != nbformat.writes(learner_notebook(lesson)) + "\n":
+        problems.append(f"{learner_path.relative_to(root)} differs from what {source.name} generates")
+    if not solution_path.exists():
+        problems.append(f"{solution_path.relative_to(root)} is missing")
+    else:
+        solution = nbformat.read(solution_path, as_version=4)
+        if solution.metadata.get("course", {}).get("source_sha256") != lesson.metadata.course.source_sha256:
+            problems.append(f"{solution_path.relative_to(root)} was built from another version of {source.name}")
+        elif [(c.cell_type, c.source, c.metadata.get("tags")) for c in solution.cells] != \
+                [(c.cell_type, c.source, c.metadata.get("tags")) for c in lesson.cells]:
+            problems.append(f"{solution_path.relative_to(root)}'s cells differ from {source.name}")
+        elif any(c.cell_type == "code" and c.execution_count is None for c in solution.cells):
+            problems.append(f"{solution_path.relative_to(root)} has cells that were never executed")
+    return problems
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m course.authoring", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = parser.add_subparsers(dest="command", required=True)
+    b = sub.add_parser("build", help="regenerate learner and solution notebooks")
+    b.add_argument("lessons", nargs="*", help="lesson numbers or names (default: all)")
+    b.add_argument("--no-execute", action="store_true", help="learner notebooks only")
+    sub.add_parser("check", help="exit 1 if any generated notebook is stale")
+    args = parser.parse_args(argv)
+    try:
+        if args.command == "build":
+            build(only=args.lessons or None, execute=not args.no_execute)
+            return 0
+        problems = [p for s in lesson_sources(ROOT / "solutions") for p in staleness(s)]
+    except AuthoringError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    for problem in problems:
+        print(f"stale: {problem} (run `make notebooks`)")
+    print("all notebooks are current" if not problems else f"{len(problems)} stale")
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,12 @@
+"""Exercise checkers: `check.<exercise>(your_code)` prints one verdict, returns True/False.
+
+    from course import check
+    check.dot_product_attention(dot_product_attention)   # ✅ / ⏳ / ❌ and why
+
+`EXERCISES` maps every exercise name to its checker, in lesson order.
+"""
+
+from course.check._framework import EXERCISES
+from course.check.attention import dot_product_attention
+
+__all__ = ["EXERCISES", "dot_product_attention"]
