@@ -11,8 +11,11 @@ Exercise answers sit between `### BEGIN SOLUTION` and `### END SOLUTION` lines.
   notebooks/NN_name.ipynb   answers replaced by a stub, outputs cleared.
 
 A learner's edits are never lost: every generated notebook records a fingerprint of
-its cells. If notebooks/NN_name.ipynb no longer matches its fingerprint, somebody
-edited it, so `build` first moves it to notebooks/backups/ and says where.
+its cells and the hash of the source it came from. If notebooks/NN_name.ipynb no
+longer matches its fingerprint, somebody edited it:
+  - its lesson source has not changed since  -> `build` leaves it exactly as it is;
+  - its lesson source has changed            -> `build` first moves it to
+    notebooks/backups/NN_name.<time>.ipynb, says where, then writes the new one.
 """
 
 from __future__ import annotations
@@ -87,13 +90,17 @@ def read_lesson(source: Path):
     nb = nbformat.v4.new_notebook()
     for i, cell in enumerate(parsed.cells):
         metadata = {k: v for k, v in cell.metadata.items() if k == "tags"}
-        make = nbformat.v4.new_code_cell if cell.cell_type == "code" else nbformat.v4.new_markdown_cell
+        make = (
+            nbformat.v4.new_code_cell if cell.cell_type == "code" else nbformat.v4.new_markdown_cell
+        )
         nb.cells.append(make(cell.source, metadata=metadata, id=f"cell-{i:02d}"))
     nb.metadata = {
         "kernelspec": dict(KERNELSPEC),
         "language_info": {"name": "python"},
-        "course": {"source": f"solutions/{source.name}",
-                   "source_sha256": hashlib.sha256(text.encode()).hexdigest()},
+        "course": {
+            "source": f"solutions/{source.name}",
+            "source_sha256": hashlib.sha256(text.encode()).hexdigest(),
+        },
     }
     return nb
 
@@ -103,7 +110,9 @@ def learner_notebook(lesson):
     nb = copy.deepcopy(lesson)
     for i, cell in enumerate(nb.cells):
         if cell.cell_type == "code":
-            cell.source = stub_solutions(cell.source, where=f"{nb.metadata.course.source}, cell {i}")
+            cell.source = stub_solutions(
+                cell.source, where=f"{nb.metadata.course.source}, cell {i}"
+            )
             cell.outputs, cell.execution_count = [], None
     nb.metadata.course["fingerprint"] = fingerprint(nb)
     return nb
@@ -116,8 +125,13 @@ def solution_notebook(lesson, workdir: Path, timeout: int = 600):
     for i, cell in enumerate(nb.cells):
         if cell.cell_type == "code":
             stub_solutions(cell.source, where=f"{nb.metadata.course.source}, cell {i}")
-    NotebookClient(nb, timeout=timeout, kernel_name="python3", record_timing=False,
-                   resources={"metadata": {"path": str(workdir)}}).execute()
+    NotebookClient(
+        nb,
+        timeout=timeout,
+        kernel_name="python3",
+        record_timing=False,
+        resources={"metadata": {"path": str(workdir)}},
+    ).execute()
     nb.metadata.course["fingerprint"] = fingerprint(nb)
     return nb
 
@@ -131,7 +145,7 @@ def write(nb, path: Path) -> None:
 
 
 def edited_by_hand(path: Path) -> bool:
-    """True when a generated notebook's cells no longer match the fingerprint it was written with."""
+    """True when a notebook's cells no longer match the fingerprint it was written with."""
     if not path.exists():
         return False
     try:
@@ -142,6 +156,14 @@ def edited_by_hand(path: Path) -> bool:
     return recorded != fingerprint(nb)
 
 
+def built_from(path: Path) -> str | None:
+    """The source hash a generated notebook records (None if unreadable or absent)."""
+    try:
+        return nbformat.read(path, as_version=4).metadata.get("course", {}).get("source_sha256")
+    except Exception:
+        return None
+
+
 def back_up(path: Path, backups: Path) -> Path:
     stamp = datetime.now().strftime("%Y%m%d-%H%M%S-%f")
     target = backups / f"{path.stem}.{stamp}.ipynb"
@@ -150,17 +172,29 @@ def back_up(path: Path, backups: Path) -> Path:
     return target
 
 
-def build(root: Path = ROOT, only: list[str] | None = None, execute: bool = True, say=print) -> None:
+def build(
+    root: Path = ROOT, only: list[str] | None = None, execute: bool = True, say=print
+) -> None:
     solutions_dir, notebooks_dir = root / "solutions", root / "notebooks"
     for source in lesson_sources(solutions_dir, only):
         lesson = read_lesson(source)
         learner = learner_notebook(lesson)
         target = notebooks_dir / f"{source.stem}.ipynb"
-        if edited_by_hand(target):
+        if not edited_by_hand(target):
+            write(learner, target)
+            say(f"wrote {target.relative_to(root)}")
+        elif built_from(target) == lesson.metadata.course.source_sha256:
+            say(
+                f"! {target.relative_to(root)} has your edits and its lesson has not changed: "
+                "left as it is"
+            )
+        else:
             kept = back_up(target, notebooks_dir / "backups")
-            say(f"! {target.relative_to(root)} had your edits: they are kept in {kept.relative_to(root)}")
-        write(learner, target)
-        say(f"wrote {target.relative_to(root)}")
+            write(learner, target)
+            say(
+                f"! {target.relative_to(root)} had your edits and its lesson changed: your "
+                f"version is kept in {kept.relative_to(root)}, the new lesson is in its place"
+            )
         if execute:
             say(f"executing {source.relative_to(root)} ...")
             write(solution_notebook(lesson, solutions_dir), solutions_dir / f"{source.stem}.ipynb")
@@ -175,16 +209,26 @@ def staleness(source: Path, root: Path = ROOT) -> list[str]:
     solution_path = root / "solutions" / f"{source.stem}.ipynb"
     if not learner_path.exists():
         problems.append(f"{learner_path.relative_to(root)} is missing")
-    elif learner_path.read_text(encoding="utf-8") != nbformat.writes(learner_notebook(lesson)) + "\n":
-        problems.append(f"{learner_path.relative_to(root)} differs from what {source.name} generates")
+    elif (
+        learner_path.read_text(encoding="utf-8") != nbformat.writes(learner_notebook(lesson)) + "\n"
+    ):
+        problems.append(
+            f"{learner_path.relative_to(root)} differs from what {source.name} generates"
+        )
     if not solution_path.exists():
         problems.append(f"{solution_path.relative_to(root)} is missing")
     else:
         solution = nbformat.read(solution_path, as_version=4)
-        if solution.metadata.get("course", {}).get("source_sha256") != lesson.metadata.course.source_sha256:
-            problems.append(f"{solution_path.relative_to(root)} was built from another version of {source.name}")
-        elif [(c.cell_type, c.source, c.metadata.get("tags")) for c in solution.cells] != \
-                [(c.cell_type, c.source, c.metadata.get("tags")) for c in lesson.cells]:
+        if (
+            solution.metadata.get("course", {}).get("source_sha256")
+            != lesson.metadata.course.source_sha256
+        ):
+            problems.append(
+                f"{solution_path.relative_to(root)} was built from another version of {source.name}"
+            )
+        elif [(c.cell_type, c.source, c.metadata.get("tags")) for c in solution.cells] != [
+            (c.cell_type, c.source, c.metadata.get("tags")) for c in lesson.cells
+        ]:
             problems.append(f"{solution_path.relative_to(root)}'s cells differ from {source.name}")
         elif any(c.cell_type == "code" and c.execution_count is None for c in solution.cells):
             problems.append(f"{solution_path.relative_to(root)} has cells that were never executed")
@@ -192,8 +236,11 @@ def staleness(source: Path, root: Path = ROOT) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m course.authoring", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog="python -m course.authoring",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     sub = parser.add_subparsers(dest="command", required=True)
     b = sub.add_parser("build", help="regenerate learner and solution notebooks")
     b.add_argument("lessons", nargs="*", help="lesson numbers or names (default: all)")

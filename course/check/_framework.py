@@ -51,16 +51,20 @@ def exercise(name: str) -> Callable[[Callable[..., str]], Callable[..., bool]]:
                     )
                 summary = body(candidate)
             except NotImplementedYet:
-                print(f"⏳ {name}: not implemented yet. Replace `raise NotImplementedError` "
-                      "with your code, run that cell, then this one again.")
+                print(
+                    f"⏳ {name}: not implemented yet. Replace `raise NotImplementedError` "
+                    "with your code, run that cell, then this one again."
+                )
                 return False
             except Mistake as mistake:
                 print(f"❌ {name}: {mistake}")
                 return False
             except Exception as error:  # a bug in the checker itself: still never raise
                 where = traceback.extract_tb(error.__traceback__)[-1]
-                print(f"❌ {name}: the checker stopped on an unexpected {type(error).__name__}: "
-                      f"{error} ({where.filename}:{where.lineno}). Please report this.")
+                print(
+                    f"❌ {name}: the checker stopped on an unexpected {type(error).__name__}: "
+                    f"{error} ({where.filename}:{where.lineno}). Please report this."
+                )
                 return False
             print(f"✅ {name}: passed ({summary}).")
             return True
@@ -94,8 +98,9 @@ def describe(**tensors) -> str:
 # ----------------------------------------------------------- calling ----------
 
 
-def call(candidate, *args, names: tuple[str, ...] = (), hints: dict[str, str] | None = None,
-         **kwargs):
+def call(
+    candidate, *args, names: tuple[str, ...] = (), hints: dict[str, str] | None = None, **kwargs
+):
     """Run the learner's code on copies of the inputs and translate what goes wrong.
 
     - NotImplementedError -> NotImplementedYet (a stub: "not implemented yet");
@@ -120,8 +125,10 @@ def call(candidate, *args, names: tuple[str, ...] = (), hints: dict[str, str] | 
         raise Mistake(message) from None
     for original, copy in zip(originals, copies, strict=True):
         if original.shape != copy.shape or not torch.equal(original, copy):
-            raise Mistake("your code changed one of its input tensors in place; "
-                          "compute new tensors instead (e.g. x = x * 2, not x *= 2)")
+            raise Mistake(
+                "your code changed one of its input tensors in place; "
+                "compute new tensors instead (e.g. x = x * 2, not x *= 2)"
+            )
     return result
 
 
@@ -129,8 +136,11 @@ def expect_tuple(result, names: tuple[str, ...]) -> tuple:
     """The result must be a tuple (or list) with one item per name."""
     wanted = "(" + ", ".join(names) + ")"
     if not isinstance(result, tuple | list):
-        got = f"a tensor of shape {tuple(result.shape)}" if isinstance(result, torch.Tensor) \
+        got = (
+            f"a tensor of shape {tuple(result.shape)}"
+            if isinstance(result, torch.Tensor)
             else f"a {type(result).__name__}"
+        )
         raise Mistake(f"should return the tuple {wanted}, got {got}")
     if len(result) != len(names):
         raise Mistake(f"should return {len(names)} things {wanted}, got {len(result)}")
@@ -146,8 +156,10 @@ def expect_tensor(value, what: str) -> torch.Tensor:
 def expect_shape(value, shape, what: str, hint: str = "") -> torch.Tensor:
     value = expect_tensor(value, what)
     if tuple(value.shape) != tuple(shape):
-        raise Mistake(f"{what} has shape {tuple(value.shape)}, expected {tuple(shape)}"
-                      + (f". {hint}" if hint else ""))
+        raise Mistake(
+            f"{what} has shape {tuple(value.shape)}, expected {tuple(shape)}"
+            + (f". {hint}" if hint else "")
+        )
     return value
 
 
@@ -182,11 +194,14 @@ def expect_close(
             raise Mistake(diagnosis)
     diff = (got.double() - want.double()).abs()
     index = tuple(int(i) for i in torch.unravel_index(diff.argmax(), diff.shape))
-    raise Mistake(f"{what} is not right: at index {index} you have {float(got[index]):.4g}, "
-                  f"expected {float(want[index]):.4g} (largest difference {float(diff.max()):.3g})")
+    raise Mistake(
+        f"{what} is not right: at index {index} you have {float(got[index]):.4g}, "
+        f"expected {float(want[index]):.4g} (largest difference {float(diff.max()):.3g})"
+    )
 
 
 def softmax_rows_ok(weights: torch.Tensor) -> bool:
     """Every row is a probability distribution over the last axis."""
     return bool((weights >= -1e-6).all()) and bool(
-        torch.allclose(weights.sum(-1), torch.ones(()), atol=1e-4))
+        torch.allclose(weights.sum(-1), torch.ones(()), atol=1e-4)
+    )

@@ -1,0 +1,162 @@
+"""The lesson 02 checker: it accepts every correct answer and names each usual mistake.
+
+Each wrong answer below is one a learner really writes; the test asserts the checker
+returns False *and* prints the diagnosis for that mistake, not a generic "wrong".
+"""
+
+import math
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from course import check
+from course.check import EXERCISES
+
+# k.T on a batch is one of the mistakes under test; torch warns about it, rightly.
+pytestmark = pytest.mark.filterwarnings("ignore:The use of `x.T`:UserWarning")
+
+
+def by_matmul(q, k, v):
+    weights = (q @ k.transpose(-2, -1)).softmax(dim=-1)
+    return weights @ v, weights
+
+
+def by_einsum(q, k, v):
+    weights = torch.softmax(torch.einsum("...qd,...kd->...qk", q, k), dim=-1)
+    return torch.einsum("...qk,...kv->...qv", weights, v), weights
+
+
+def by_functional(q, k, v):
+    weights = F.softmax(torch.matmul(q, k.transpose(-1, -2)), dim=-1)
+    return torch.matmul(weights, v), weights
+
+
+def by_exp_and_sum(q, k, v):
+    scores = q @ k.transpose(-2, -1)
+    e = torch.exp(scores - scores.amax(dim=-1, keepdim=True))
+    weights = e / e.sum(dim=-1, keepdim=True)
+    return weights @ v, weights
+
+
+def as_list(q, k, v):
+    return list(by_matmul(q, k, v))
+
+
+@pytest.mark.parametrize("answer", [by_matmul, by_einsum, by_functional, by_exp_and_sum, as_list])
+def test_correct_answers_pass(answer, capsys):
+    assert check.dot_product_attention(answer) is True
+    assert "✅ dot_product_attention: passed" in capsys.readouterr().out
+
+
+def stub(q, k, v):
+    # YOUR CODE HERE
+    raise NotImplementedError
+
+
+def softmax_over_queries(q, k, v):
+    weights = (q @ k.transpose(-2, -1)).softmax(dim=-2)
+    return weights @ v, weights
+
+
+def no_softmax(q, k, v):
+    weights = q @ k.transpose(-2, -1)
+    return weights @ v, weights
+
+
+def scaled(q, k, v):
+    weights = (q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])).softmax(dim=-1)
+    return weights @ v, weights
+
+
+def swapped_return(q, k, v):
+    output, weights = by_matmul(q, k, v)
+    return weights, output
+
+
+def k_not_transposed(q, k, v):
+    weights = (q @ k).softmax(dim=-1)
+    return weights @ v, weights
+
+
+def k_dot_T(q, k, v):  # fine on one sequence, wrong on a batch
+    weights = (q @ k.T).softmax(dim=-1)
+    return weights @ v, weights
+
+
+def global_softmax(q, k, v):
+    scores = q @ k.transpose(-2, -1)
+    weights = scores.flatten(-2).softmax(-1).view_as(scores)
+    return weights @ v, weights
+
+
+def scores_times_v(q, k, v):
+    scores = q @ k.transpose(-2, -1)
+    return scores @ v, scores.softmax(dim=-1)
+
+
+def only_output(q, k, v):
+    return by_matmul(q, k, v)[0]
+
+
+def in_place(q, k, v):
+    q *= 1.0 + 1e-3
+    return by_matmul(q, k, v)
+
+
+def weights_sliced(q, k, v):
+    output, weights = by_matmul(q, k, v)
+    return output, weights[..., :-1]
+
+
+WRONG = [
+    (stub, "⏳ dot_product_attention: not implemented yet"),
+    (softmax_over_queries, "softmax runs over the queries (dim=-2)"),
+    (no_softmax, "raw scores"),
+    (scaled, "divided by sqrt(d_k)"),
+    (swapped_return, "wrong order"),
+    (k_not_transposed, "k's last two axes swapped"),
+    (k_dot_T, "not k.T"),
+    (global_softmax, "over all entries at once"),
+    (scores_times_v, "multiplies the raw scores by v"),
+    (only_output, "should return the tuple (output, weights)"),
+    (in_place, "in place"),
+    (weights_sliced, "weights has shape"),
+]
+
+
+@pytest.mark.parametrize("answer, diagnosis", WRONG, ids=[w[0].__name__ for w in WRONG])
+def test_each_mistake_is_rejected_and_named(answer, diagnosis, capsys):
+    assert check.dot_product_attention(answer) is False
+    printed = capsys.readouterr().out
+    assert diagnosis in printed, printed
+    assert printed.count("\n") == 1, "a checker prints exactly one verdict line"
+
+
+def test_passing_the_result_instead_of_the_function_is_explained(capsys):
+    q = torch.randn(2, 3)
+    assert check.dot_product_attention(by_matmul(q, q, q)) is False
+    assert "without calling it first" in capsys.readouterr().out
+
+
+def test_a_checker_never_raises_even_on_absurd_answers(capsys):
+    for answer in (
+        lambda q, k, v: None,
+        lambda q, k, v: (None, None),
+        lambda: 0,
+        lambda q, k, v: 1 / 0,
+    ):
+        assert check.dot_product_attention(answer) is False
+    assert capsys.readouterr().out.count("❌") == 4
+
+
+def test_checking_leaves_the_global_random_state_alone():
+    torch.manual_seed(123)
+    expected = torch.rand(3)
+    torch.manual_seed(123)
+    check.dot_product_attention(by_matmul)
+    assert torch.equal(torch.rand(3), expected)
+
+
+def test_registry_maps_names_to_checkers():
+    assert EXERCISES["dot_product_attention"] is check.dot_product_attention
