@@ -7,6 +7,8 @@ BIN      := $(VENV)/bin
 STAMP    := $(VENV)/.course-installed
 LAB_ARGS ?=
 LESSON   ?=
+# Jupyter refuses to run as root unless told; containers often run as root.
+ROOT_ARG := $(if $(filter 0,$(shell id -u 2>/dev/null)),--allow-root)
 
 .DEFAULT_GOAL := help
 .PHONY: help install lab test test-fast notebooks lint clean clean-venv
@@ -27,7 +29,7 @@ $(STAMP): requirements.txt pyproject.toml
 install: $(STAMP) ## Create .venv and install the pinned requirements and `course` (done by lab/test too)
 
 lab: $(STAMP) ## Start JupyterLab on the course (extra options: LAB_ARGS="--no-browser --port=8899")
-	$(BIN)/jupyter lab --ServerApp.root_dir="$(CURDIR)" --LabApp.default_url=/lab/tree/notebooks $(LAB_ARGS)
+	$(BIN)/jupyter lab --ServerApp.root_dir="$(CURDIR)" --LabApp.default_url=/lab/tree/notebooks $(ROOT_ARG) $(LAB_ARGS)
 
 test: $(STAMP) ## Unit and pipeline tests, then nbval over every notebook in notebooks/ and solutions/
 	$(BIN)/python -m pytest
