@@ -1,4 +1,4 @@
-"""Dot-product attention (lesson 02) and its scaled, masked form (lesson 03).
+"""Dot-product attention (lesson 02), its scaled, masked form and one learned head (03).
 
 Attention is a soft dictionary lookup. Each query is compared with every key; the
 comparison scores become weights by a softmax over the keys; the answer is the
@@ -101,3 +101,37 @@ def scaled_dot_product_attention(
         weights = torch.nn.functional.dropout(weights, p=dropout_p)
     output = weights @ v  # (..., T_q, d_v)
     return output, weights
+
+
+class AttentionHead(torch.nn.Module):
+    """One self-attention head with learned projections (lesson 03).
+
+    Lesson 02 compared the embeddings themselves, so a word could only ask "who
+    resembles me?". Three learned matrices let it ask something else:
+
+        Q = X W_Q   what each position is looking for     (B, T, d_k)
+        K = X W_K   what each position offers to be found (B, T, d_k)
+        V = X W_V   what each position hands over         (B, T, d_v)
+
+    forward(x (B, T, d_model), mask=None) -> (B, T, d_v); the last weights (B, T, T)
+    are kept, detached, in `self.attn` for plotting.
+    """
+
+    def __init__(self, d_model: int, d_k: int, d_v: int | None = None, bias: bool = False):
+        super().__init__()
+        self.w_q = torch.nn.Linear(d_model, d_k, bias=bias)
+        self.w_k = torch.nn.Linear(d_model, d_k, bias=bias)
+        self.w_v = torch.nn.Linear(d_model, d_v or d_k, bias=bias)
+        self.attn: torch.Tensor | None = None
+
+    def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
+        d_model = self.w_q.in_features
+        if not isinstance(x, torch.Tensor) or x.dim() != 3 or x.shape[-1] != d_model:
+            got = tuple(x.shape) if isinstance(x, torch.Tensor) else type(x).__name__
+            raise ValueError(f"x must have shape (B, T, d_model={d_model}), got {got}")
+        q = self.w_q(x)  # (B, T, d_model) -> (B, T, d_k)
+        k = self.w_k(x)  # (B, T, d_model) -> (B, T, d_k)
+        v = self.w_v(x)  # (B, T, d_model) -> (B, T, d_v)
+        output, weights = scaled_dot_product_attention(q, k, v, mask)  # (B, T, d_v), (B, T, T)
+        self.attn = weights.detach()
+        return output

@@ -7,12 +7,13 @@
 """
 
 from course.check._framework import EXERCISES
-from course.check.attention import dot_product_attention
+from course.check.attention import dot_product_attention, scaled_dot_product_attention
 from course.check.multihead import MultiHeadAttention, merge_heads, split_heads
 
 __all__ = [
     "EXERCISES",
     "dot_product_attention",
+    "scaled_dot_product_attention",
     "split_heads",
     "merge_heads",
     "MultiHeadAttention",

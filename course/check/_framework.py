@@ -168,6 +168,24 @@ def close(a: torch.Tensor, b: torch.Tensor, atol: float = 1e-5, rtol: float = 1e
     return a.shape == b.shape and bool(torch.allclose(a.double(), b.double(), atol=atol, rtol=rtol))
 
 
+def matches(
+    got: torch.Tensor, mistaken: torch.Tensor, atol: float = 1e-5, rtol: float = 1e-4
+) -> bool:
+    """`got` is what a mistake gives, wherever that mistake's answer is defined.
+
+    A mistaken answer may hold NaN where the mistake leaves a value undefined (a
+    softmax over an empty set of keys, say): a learner's code may give NaN, zeros or
+    anything else there, so those entries do not count.
+    """
+    if got.shape != mistaken.shape:
+        return False
+    defined = ~torch.isnan(mistaken)
+    if not defined.any():
+        return False
+    a, b = got.double()[defined], mistaken.double()[defined]
+    return bool(torch.allclose(a, b, atol=atol, rtol=rtol))
+
+
 def expect_close(
     got: torch.Tensor,
     want: torch.Tensor,
@@ -179,19 +197,21 @@ def expect_close(
     """`got` must equal `want`; if not, name the mistake.
 
     `wrong` maps a diagnosis to the answer that mistake would produce ("softmax over
-    dim=-2" -> that tensor). When `got` matches one of them, the diagnosis is the
-    message; otherwise the message says where and by how much `got` is off.
+    dim=-2" -> that tensor; NaN where that answer is undefined, see `matches`). When
+    `got` matches one of them, the diagnosis is the message; otherwise the message
+    says where and by how much `got` is off.
     """
     got = expect_shape(got, want.shape, what)
     if close(got, want, atol, rtol):
         return
+    diagnosis = next((d for d, alt in (wrong or {}).items() if matches(got, alt, atol, rtol)), "")
     if not torch.isfinite(got).all():
         bad = int((~torch.isfinite(got)).sum())
-        hint = next((d for d, alt in (wrong or {}).items() if close(got, alt, atol, rtol)), "")
-        raise Mistake(f"{what} contains {bad} NaN/inf value(s)" + (f": {hint}" if hint else ""))
-    for diagnosis, answer in (wrong or {}).items():
-        if close(got, answer, atol, rtol):
-            raise Mistake(diagnosis)
+        raise Mistake(
+            f"{what} contains {bad} NaN/inf value(s)" + (f": {diagnosis}" if diagnosis else "")
+        )
+    if diagnosis:
+        raise Mistake(diagnosis)
     diff = (got.double() - want.double()).abs()
     index = tuple(int(i) for i in torch.unravel_index(diff.argmax(), diff.shape))
     raise Mistake(
