@@ -103,6 +103,12 @@ def scaled_dot_product_attention(
     return output, weights
 
 
+def _check_x(x: torch.Tensor, d_model: int) -> None:
+    if not isinstance(x, torch.Tensor) or x.dim() != 3 or x.shape[-1] != d_model:
+        got = tuple(x.shape) if isinstance(x, torch.Tensor) else type(x).__name__
+        raise ValueError(f"x must have shape (B, T, d_model={d_model}), got {got}")
+
+
 class AttentionHead(torch.nn.Module):
     """One self-attention head with learned projections (lesson 03).
 
@@ -125,10 +131,7 @@ class AttentionHead(torch.nn.Module):
         self.attn: torch.Tensor | None = None
 
     def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
-        d_model = self.w_q.in_features
-        if not isinstance(x, torch.Tensor) or x.dim() != 3 or x.shape[-1] != d_model:
-            got = tuple(x.shape) if isinstance(x, torch.Tensor) else type(x).__name__
-            raise ValueError(f"x must have shape (B, T, d_model={d_model}), got {got}")
+        _check_x(x, d_model=self.w_q.in_features)
         q = self.w_q(x)  # (B, T, d_model) -> (B, T, d_k)
         k = self.w_k(x)  # (B, T, d_model) -> (B, T, d_k)
         v = self.w_v(x)  # (B, T, d_model) -> (B, T, d_v)

@@ -21,7 +21,8 @@ from course import authoring, check
 ROOT = authoring.ROOT
 SOURCES = authoring.lesson_sources(ROOT / "solutions")
 IDS = [s.stem for s in SOURCES]
-CHECK_CALL = re.compile(r"^check\.(\w+)\(", re.MULTILINE)
+# `check.name(answer)`, or `name_ok = check.name(answer)` when later cells use the verdict
+CHECK_CALL = re.compile(r"^(?:\w+ = )?check\.(\w+)\(", re.MULTILINE)
 
 
 def test_there_are_lessons():
