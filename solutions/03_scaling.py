@@ -29,7 +29,7 @@ from torch import nn
 
 from course import check
 from course.plotting import attention_heatmap
-from course.utils import seed_everything
+from course.utils import gap, seed_everything
 
 seed_everything(0)
 torch.set_printoptions(precision=3, sci_mode=False)
@@ -316,9 +316,8 @@ for name, mask in [("no mask", None), ("padding", padding), ("causal", causal),
                    ("padding & causal", padding & causal), ("a fully masked query", empty)]:
     output, _ = ours(q, k, v, mask)
     want = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
-    gap = (output - want).abs().max().item()
     print(f"{name:>20}: equal {torch.allclose(output, want, atol=1e-6)}  "
-          f"(max |difference| {'< 1e-6' if gap < 1e-6 else f'{gap:.0e}'})")
+          f"(max |difference| {gap(output, want)})")
 
 # %% [markdown]
 # Equal on every mask, the fully masked query included: PyTorch gives it zeros too.

@@ -24,7 +24,7 @@ from torch import nn
 
 from course import check
 from course.plotting import attention_heatmap
-from course.utils import seed_everything
+from course.utils import gap, seed_everything
 
 seed_everything(0)
 torch.set_printoptions(precision=3, sci_mode=False)
@@ -322,12 +322,6 @@ print("parameters: ours", sum(p.numel() for p in ours.parameters()),
       " torch's", sum(p.numel() for p in theirs.parameters()))
 
 # %%
-def gap(a, b):
-    """The largest absolute difference, printed the same way on every run."""
-    difference = (a - b).abs().max().item()
-    return "< 1e-6" if difference < 1e-6 else f"{difference:.0e}"
-
-
 x = torch.randn(B, T, d_model)                               # (B, T, d_model)
 causal = torch.ones(T, T, dtype=torch.bool).tril()           # (T, T), True = may attend
 for name, mask in [("no mask", None), ("causal mask", causal)]:

@@ -13,7 +13,6 @@ from torch import nn
 
 from course import check
 from course.attention import scaled_dot_product_attention
-from course.check import EXERCISES
 
 
 def _verdict(checker, answer, capsys) -> tuple[bool, str]:
@@ -21,11 +20,6 @@ def _verdict(checker, answer, capsys) -> tuple[bool, str]:
     printed = capsys.readouterr().out
     assert printed.count("\n") == 1, f"a checker prints exactly one verdict line: {printed!r}"
     return passed, printed
-
-
-def test_registry_maps_names_to_checkers():
-    for name in ("split_heads", "merge_heads", "MultiHeadAttention"):
-        assert EXERCISES[name] is getattr(check, name)
 
 
 # ------------------------------------------------------------ split_heads ----------
@@ -349,12 +343,6 @@ def test_mha_correct_answers_pass(answer, capsys):
     assert passed is True and "✅ MultiHeadAttention: passed" in printed, printed
 
 
-def test_the_reference_passes(capsys):
-    from course.multihead import MultiHeadAttention
-
-    assert _verdict(check.MultiHeadAttention, MultiHeadAttention, capsys)[0] is True
-
-
 class Stub(nn.Module):
     def __init__(self, d_model, n_heads, dropout=0.0, bias=True):
         super().__init__()
@@ -570,24 +558,6 @@ def test_mha_mistakes_are_named(answer, diagnosis, capsys):
     assert "❌" in printed or "⏳" in printed
 
 
-def test_checkers_never_raise_on_absurd_answers(capsys):
-    absurd = [lambda *a, **k: None, lambda *a, **k: 1 / 0, lambda: 0]
-    for checker in (check.split_heads, check.merge_heads, check.MultiHeadAttention):
-        for answer in absurd:
-            assert checker(answer) is False
-    assert capsys.readouterr().out.count("❌") == 9
-
-
 def test_passing_an_instance_instead_of_the_class_is_explained(capsys):
     passed, printed = _verdict(check.MultiHeadAttention, Good(12, 3), capsys)
     assert passed is False and "the class itself, not an instance" in printed
-
-
-def test_checking_leaves_the_global_random_state_alone():
-    torch.manual_seed(123)
-    expected = torch.rand(3)
-    torch.manual_seed(123)
-    check.MultiHeadAttention(Good)
-    check.split_heads(split_view_transpose)
-    check.merge_heads(merge_transpose_reshape)
-    assert torch.equal(torch.rand(3), expected)

@@ -11,7 +11,6 @@ import torch
 import torch.nn.functional as F
 
 from course import check
-from course.check import EXERCISES
 
 
 def _verdict(answer, capsys):
@@ -83,12 +82,6 @@ def test_correct_answers_pass(answer, capsys):
     passed, printed = _verdict(answer, capsys)
     assert passed is True, printed
     assert "✅ scaled_dot_product_attention: passed" in printed
-
-
-def test_the_reference_passes(capsys):
-    from course.attention import scaled_dot_product_attention
-
-    assert _verdict(scaled_dot_product_attention, capsys)[0] is True
 
 
 # ------------------------------------------------------------- wrong answers ----------
@@ -286,30 +279,3 @@ def test_each_mistake_is_rejected_and_named(answer, diagnosis, capsys):
 def test_masked_mistakes_say_which_mask(capsys):
     printed = _verdict(mask_inverted, capsys)[1]
     assert "with a causal mask (T, T) (mask (5, 5))" in printed
-
-
-def test_a_checker_never_raises_even_on_absurd_answers(capsys):
-    for answer in (
-        lambda q, k, v, mask=None, dropout_p=0.0: None,
-        lambda q, k, v, mask=None, dropout_p=0.0: (None, None),
-        lambda q, k, v, mask=None, dropout_p=0.0: "attention",
-        lambda: 0,
-        lambda q, k, v, mask=None, dropout_p=0.0: 1 / 0,
-    ):
-        assert check.scaled_dot_product_attention(answer) is False
-    assert capsys.readouterr().out.count("❌") == 5
-
-
-def test_checking_leaves_the_global_random_state_alone():
-    torch.manual_seed(123)
-    expected = torch.rand(3)
-    torch.manual_seed(123)
-    check.scaled_dot_product_attention(by_masked_fill)
-    assert torch.equal(torch.rand(3), expected)
-
-
-def test_registry_maps_names_to_checkers_in_lesson_order():
-    assert EXERCISES["scaled_dot_product_attention"] is check.scaled_dot_product_attention
-    names = list(EXERCISES)
-    assert names.index("dot_product_attention") < names.index("scaled_dot_product_attention")
-    assert names.index("scaled_dot_product_attention") < names.index("split_heads")

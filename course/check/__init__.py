@@ -7,11 +7,14 @@
 """
 
 from course.check._framework import EXERCISES
+
+from course.check.rnn import rnn_forward  # isort: skip (lesson 01 registers first)
 from course.check.attention import dot_product_attention, scaled_dot_product_attention
 from course.check.multihead import MultiHeadAttention, merge_heads, split_heads
 
 __all__ = [
     "EXERCISES",
+    "rnn_forward",
     "dot_product_attention",
     "scaled_dot_product_attention",
     "split_heads",

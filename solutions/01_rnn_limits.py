@@ -1,0 +1,494 @@
+# %% [markdown]
+# # 01 · RNN limits
+#
+# **The idea.** A recurrent network reads a sequence one position at a time and carries
+# everything it has seen so far in one hidden vector. That single design choice has three
+# costs, and each one is a reason the Transformer was built without recurrence:
+#
+# - **time**: step $t$ needs the result of step $t-1$, so $T$ positions take $T$ steps one
+#   after the other, however many processors you have;
+# - **distance**: what the network read at position 1 reaches position $T$ only through
+#   $T-1$ steps, and its gradient shrinks (or blows up) on the way;
+# - **a bottleneck**: an encoder-decoder built from RNNs hands the decoder one vector of
+#   fixed size, for a three-word sentence and for a fifty-word one alike.
+#
+# In this lesson you will
+# 1. write a vanilla RNN, `rnn_forward`, and check it equals `torch.nn.RNN`;
+# 2. time $T$ recurrent steps against one matrix multiply over all positions;
+# 3. measure how the gradient of the last hidden state with respect to each input shrinks
+#    with distance, in an RNN and in an LSTM;
+# 4. train a small encoder-decoder that must push a whole sequence through one vector, and
+#    watch it fail as the sequences get longer; then let it look back at every position.
+
+# %%
+import time
+
+import matplotlib.pyplot as plt
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from course import check
+from course.utils import gap, seed_everything
+
+seed_everything(0)
+torch.set_printoptions(precision=3, sci_mode=False)
+
+# %% [markdown]
+# ## 1. A network with a memory
+#
+# A vanilla RNN keeps a hidden state $h_t$, a vector of $d_h$ numbers. At each position it
+# mixes the new input $x_t$ with what it remembers, $h_{t-1}$, and squashes the sum with tanh:
+#
+# $$
+# h_t = \tanh\left(x_t W_{xh} + h_{t-1} W_{hh} + b\right), \qquad t = 1, \dots, T,
+# $$
+#
+# starting from $h_0$ (zeros unless given). The same $W_{xh}$, $W_{hh}$ and $b$ serve every
+# step. With a batch of $B$ sequences, batch first as everywhere in this course:
+#
+# | tensor | shape | meaning |
+# |---|---|---|
+# | $x$ | $(B, T, d_{in})$ | $B$ sequences of $T$ input vectors |
+# | $W_{xh}$ | $(d_{in}, d_h)$ | reads the input |
+# | $W_{hh}$ | $(d_h, d_h)$ | reads the memory |
+# | $b$ | $(d_h,)$ | bias |
+# | $h_t$ | $(B, d_h)$ | the memory after reading $x_1 \dots x_t$ |
+#
+# One step by hand:
+
+# %%
+B, T, d_in, d_h = 2, 4, 3, 5
+x = torch.randn(B, T, d_in)                       # (B, T, d_in)
+W_xh = torch.randn(d_in, d_h) * 0.5               # (d_in, d_h)
+W_hh = torch.randn(d_h, d_h) * 0.5                # (d_h, d_h)
+b = torch.randn(d_h) * 0.1                        # (d_h,)
+
+h = torch.zeros(B, d_h)                           # h_0: nothing read yet
+h = torch.tanh(x[:, 0] @ W_xh + h @ W_hh + b)     # (B, d_in) @ (d_in, d_h) + (B, d_h) @ (d_h, d_h) -> (B, d_h)
+h                                                 # h_1: one memory vector per sequence
+
+# %% [markdown]
+# The second step needs this $h_1$, the third needs $h_2$, and so on: to get $h_T$ there is
+# no way around computing $h_1, \dots, h_{T-1}$ first, in order. Keep that in mind; it is
+# what sections 4 and 5 measure.
+
+# %% [markdown]
+# ## 2. Exercise: write `rnn_forward`
+#
+# Write `rnn_forward(x, W_xh, W_hh, b, h0=None)` returning the pair `(hs, h_T)`:
+#
+# - `x` is $(B, T, d_{in})$, `W_xh` $(d_{in}, d_h)$, `W_hh` $(d_h, d_h)$, `b` $(d_h,)$;
+#   `h0` is $(B, d_h)$, or `None` for zeros;
+# - `hs` $(B, T, d_h)$ holds every state $h_1, \dots, h_T$ (the state *after* each step),
+#   in reading order; `h_T` $(B, d_h)$ is the last one.
+#
+# Hints: loop `for t in range(T)` and read `x[:, t]`, shape $(B, d_{in})$; collect the
+# states in a list and `torch.stack(states, dim=1)`. Don't change any input in place.
+
+# %%
+def rnn_forward(x, W_xh, W_hh, b, h0=None):
+    ### BEGIN SOLUTION
+    B, T, _ = x.shape
+    h = torch.zeros(B, W_hh.shape[0]) if h0 is None else h0   # (B, d_h): h_0
+    states = []
+    for t in range(T):
+        h = torch.tanh(x[:, t] @ W_xh + h @ W_hh + b)          # (B, d_h): the state after x[:, t]
+        states.append(h)
+    return torch.stack(states, dim=1), h                        # (B, T, d_h), (B, d_h)
+    ### END SOLUTION
+
+
+# %% [markdown]
+# The checker runs your function on several inputs, with and without `h0`, compares it
+# with `torch.nn.RNN` given the same weights, and names the mistake if there is one.
+
+# %%
+rnn_ok = check.rnn_forward(rnn_forward)
+
+# %% [markdown]
+# ## 3. The same as `torch.nn.RNN`
+#
+# PyTorch ships this layer as `torch.nn.RNN`. It stores the matrices transposed,
+# `weight_ih_l0` $= W_{xh}^\top$ and `weight_hh_l0` $= W_{hh}^\top$, and has *two* biases,
+# `bias_ih_l0` and `bias_hh_l0`, that are simply added: together they are our $b$.
+# `course.rnn.to_torch_rnn` builds an `nn.RNN` holding our weights; `from_torch_rnn` reads
+# an `nn.RNN`'s weights back as $(W_{xh}, W_{hh}, b)$.
+#
+# We use your `rnn_forward` if it passed the checker, else the course's reference
+# `course.rnn.rnn_forward` (from here on the notebook uses the reference, so it runs even
+# before your exercise is done).
+
+# %%
+from course.rnn import from_torch_rnn, to_torch_rnn
+from course.rnn import rnn_forward as reference_rnn_forward
+
+ours = rnn_forward if rnn_ok else reference_rnn_forward
+h0 = torch.randn(B, d_h)                                       # (B, d_h)
+hs, h_T = ours(x, W_xh, W_hh, b, h0)                           # (B, T, d_h), (B, d_h)
+theirs = to_torch_rnn(W_xh, W_hh, b)
+with torch.no_grad():
+    want_hs, want_h_n = theirs(x, h0[None])                    # (B, T, d_h), (1, B, d_h)
+print("using", "your rnn_forward" if rnn_ok else "the reference course.rnn.rnn_forward")
+print(f"hs equal to torch.nn.RNN's output: {torch.allclose(hs, want_hs, atol=1e-6)} "
+      f"(max |difference| {gap(hs, want_hs)})")
+print(f"h_T equal to torch.nn.RNN's h_n:   {torch.allclose(h_T, want_h_n[0], atol=1e-6)}")
+
+# %% [markdown]
+# And the other way: a freshly initialised `nn.RNN`, with both of its biases non-zero, read
+# back into our three tensors.
+
+# %%
+theirs = nn.RNN(d_in, d_h, batch_first=True)
+W_xh_t, W_hh_t, b_t = from_torch_rnn(theirs)                   # (d_in, d_h), (d_h, d_h), (d_h,)
+with torch.no_grad():
+    want_hs, _ = theirs(x)                                     # (B, T, d_h)
+hs, _ = reference_rnn_forward(x, W_xh_t, W_hh_t, b_t)
+print(f"equal: {torch.allclose(hs, want_hs, atol=1e-6)} (max |difference| {gap(hs, want_hs)})")
+
+# %% [markdown]
+# ## 4. $T$ steps, one after the other
+#
+# Count the work in `rnn_forward`. The input half, $x_t W_{xh}$, does not depend on any
+# other step: the reference computes it for all positions in one matrix multiply
+# (`x @ W_xh`). The memory half, $h_{t-1} W_{hh}$, cannot be: it waits for the previous
+# step. So an RNN layer needs $T$ **sequential** operations, each one a small
+# $(B, d_h) \times (d_h, d_h)$ product that keeps only a sliver of the hardware busy.
+#
+# A layer that computes every position from its inputs directly needs **one**: all $T$
+# positions go into a single large matrix multiply. To compare like with like, we give both
+# the *same* arithmetic: the RNN's $T$ products $h_{t-1} W_{hh}$, against one product of a
+# $(B, T, d_h)$ tensor of states known in advance with $W_{hh}$, the same number of
+# multiply-adds.
+
+# %%
+d = 64                                             # d_in = d_h = d
+B_time = 8
+lengths = [8, 16, 32, 64, 128, 256, 512]
+W_xh_big = torch.randn(d, d) / d**0.5              # (d, d)
+W_hh_big = torch.randn(d, d) / d**0.5              # (d, d)
+b_big = torch.zeros(d)                             # (d,)
+
+
+def recurrent(x):                                  # x: (B, T, d)
+    return reference_rnn_forward(x, W_xh_big, W_hh_big, b_big)
+
+
+def all_at_once(x, h_prev):                        # x, h_prev: (B, T, d)
+    return torch.tanh(x @ W_xh_big + h_prev @ W_hh_big + b_big)   # (B, T, d) in one go
+
+
+print(f"{'T':>4} {'multiply-adds (both)':>21} {'sequential steps: RNN':>22} {'all at once':>12}")
+for T_ in lengths:
+    multiply_adds = B_time * T_ * 2 * d * d        # x W_xh and h W_hh at every position
+    print(f"{T_:>4} {multiply_adds:>21,} {T_:>22} {1:>12}")
+
+# %% [markdown]
+# Now the clock. Each measurement is the best of several runs (`time.perf_counter`): noise,
+# such as another program taking the CPU for a moment, only ever adds time. The numbers
+# change from run to run and from machine to machine; the shape of the curves does not.
+
+# %% tags=["nbval-ignore-output"]
+def best_seconds(fn, *args, repeats=15):
+    fn(*args)                                      # warm up
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        fn(*args)
+        times.append(time.perf_counter() - start)
+    return min(times)
+
+
+seconds = {"recurrent": [], "all at once": []}
+with torch.no_grad():
+    for T_ in lengths:
+        x_time = torch.randn(B_time, T_, d)        # (B, T, d)
+        h_prev = torch.randn(B_time, T_, d)        # (B, T, d): pretend the states were known
+        seconds["recurrent"].append(best_seconds(recurrent, x_time))
+        seconds["all at once"].append(best_seconds(all_at_once, x_time, h_prev))
+for T_, slow, fast in zip(lengths, seconds["recurrent"], seconds["all at once"]):
+    print(f"T={T_:>4}: recurrent {slow * 1e3:7.3f} ms, all at once {fast * 1e3:6.3f} ms, "
+          f"{slow / fast:5.1f}x")
+
+# %% tags=["nbval-ignore-output"]
+fig, ax = plt.subplots(figsize=(6, 3.5))
+for name, marker in [("recurrent", "o"), ("all at once", "s")]:
+    ax.plot(lengths, [s * 1e3 for s in seconds[name]], marker=marker, label=name)
+ax.set_xscale("log", base=2)
+ax.set_yscale("log")
+ax.set_xlabel("sequence length T")
+ax.set_ylabel("milliseconds (best of 15)")
+ax.set_title(f"the same multiply-adds, B={B_time}, d={d}")
+ax.legend()
+plt.tight_layout()
+plt.show()
+
+# %% [markdown]
+# The loop costs several times more for exactly the same arithmetic, at every length. On a
+# CPU with two cores both curves climb, because the arithmetic grows with $T$. On a GPU, with
+# thousands of cores, the one large multiply stays nearly flat until the GPU is full, while
+# the loop cannot use the extra cores at all: step $t$ still waits for step $t-1$.
+#
+# The Transformer paper ("Attention Is All You Need", Vaswani et al. 2017, Table 1) puts it in
+# one table. For a sequence of length $n$ and width $d$:
+#
+# | layer | work per layer | sequential operations | longest path between two positions |
+# |---|---|---|---|
+# | recurrent | $O(n \cdot d^2)$ | $O(n)$ | $O(n)$ |
+# | self-attention | $O(n^2 \cdot d)$ | $O(1)$ | $O(1)$ |
+#
+# Self-attention does *more* arithmetic when $n > d$, but all of it at once. The last column
+# is the next section.
+
+# %% [markdown]
+# ## 5. Distance: the gradient fades on the way
+#
+# Information from $x_1$ reaches $h_T$ only through $h_2, h_3, \dots$: a path of $T-1$ steps.
+# In attention, every position reads every other directly: a path of 1 step.
+#
+# Long paths hurt learning. To learn from what happened at position $t$, training needs the
+# gradient $\partial h_T / \partial x_t$, and the chain rule multiplies one factor per step:
+#
+# $$
+# \frac{\partial h_T}{\partial x_t}
+# = \frac{\partial h_T}{\partial h_{T-1}} \cdots \frac{\partial h_{t+1}}{\partial h_t}
+#   \, \frac{\partial h_t}{\partial x_t},
+# \qquad
+# \frac{\partial h_k}{\partial h_{k-1}} = \operatorname{diag}\!\left(1 - h_k^2\right) W_{hh}^\top .
+# $$
+#
+# That is $T - t$ factors. Each has tanh's slope, at most 1, times $W_{hh}$. If those factors
+# shrink vectors, the product shrinks *exponentially* with the distance $T - t$ (vanishing
+# gradients); if they stretch them, it grows exponentially (exploding gradients). Either way,
+# far inputs barely steer learning, or wreck it.
+#
+# `course.rnn.gradient_by_distance(rnn, x)` measures it: for every input position, the size of
+# the Jacobian $\partial h_T / \partial x_t$ (its Frobenius norm), averaged over a batch, listed
+# by distance $T - t$. First a vanilla RNN whose $W_{hh}$ has entries of standard deviation
+# $g / \sqrt{d_h}$: the gain $g$ sets how much one step stretches a vector. We compute in
+# float64, so that rounding errors stay far below even the smallest gradients we print.
+
+# %%
+from course.rnn import gradient_by_distance
+
+seed_everything(0)
+d_in_g, d_h_g, T_g = 8, 32, 60
+x_g = torch.randn(16, T_g, d_in_g, dtype=torch.float64)        # (B, T, d_in)
+
+
+def vanilla_rnn(gain=None):
+    rnn = nn.RNN(d_in_g, d_h_g, batch_first=True).double()
+    if gain is not None:
+        with torch.no_grad():
+            rnn.weight_hh_l0.copy_(torch.randn(d_h_g, d_h_g) * gain / d_h_g**0.5)
+    return rnn
+
+
+gradients = {f"RNN, gain {gain}": gradient_by_distance(vanilla_rnn(gain), x_g)  # each (T,)
+             for gain in (0.5, 1.0, 2.0)}
+distances = [1, 10, 30, 59]
+print(f"{'|dh_T/dx_t| / |dh_T/dx_T| at distance T - t:':<44}" + "".join(f"{k:>8}" for k in distances))
+for name, norms in gradients.items():
+    print(f"{name:<44}" + "".join(f"{norms[k] / norms[0]:>8.0e}" for k in distances))
+
+# %% [markdown]
+# The LSTM (Hochreiter & Schmidhuber, 1997; the forget gate $f_t$ below came with Gers et al.,
+# 2000) was designed against exactly this. Beside $h_t$ it keeps a *cell state* $c_t$, updated
+# by addition, not by a matrix and a squashing:
+#
+# $$
+# c_t = f_t \odot c_{t-1} + i_t \odot g_t, \qquad h_t = o_t \odot \tanh(c_t),
+# $$
+#
+# where the gates $f_t, i_t, o_t \in (0, 1)$ are computed from $x_t$ and $h_{t-1}$. Along the
+# cell state, one step multiplies the gradient by the forget gate $f_t$ alone. When $f_t$ is
+# close to 1 the gradient survives many steps. But an untrained LSTM's forget gate sits near
+# $\sigma(0) = 0.5$, which halves the gradient at each step; a common remedy (recommended by
+# Jozefowicz et al., 2015) is to start the forget gate's bias at a positive value. We measure
+# the default, and a forget bias of 2 ($f \approx \sigma(2) \approx 0.88$).
+
+# %%
+def lstm(forget_bias=None):
+    layer = nn.LSTM(d_in_g, d_h_g, batch_first=True).double()
+    if forget_bias is not None:
+        with torch.no_grad():  # torch orders the gates (input, forget, cell, output)
+            layer.bias_ih_l0[d_h_g:2 * d_h_g] = forget_bias
+            layer.bias_hh_l0[d_h_g:2 * d_h_g] = 0.0
+    return layer
+
+
+gradients["RNN, torch's default init"] = gradient_by_distance(vanilla_rnn(), x_g)
+gradients["LSTM, torch's default init"] = gradient_by_distance(lstm(), x_g)
+gradients["LSTM, forget bias 2"] = gradient_by_distance(lstm(forget_bias=2.0), x_g)
+for name in list(gradients)[3:]:
+    norms = gradients[name]
+    print(f"{name:<44}" + "".join(f"{norms[k] / norms[0]:>8.0e}" for k in distances))
+
+# %%
+fig, axes = plt.subplots(1, 2, figsize=(11, 3.8), sharey=True)
+for ax, names in zip(axes, [list(gradients)[:3], list(gradients)[3:]]):
+    for name in names:
+        ax.plot(range(T_g), gradients[name], label=name)
+    ax.set_yscale("log")
+    ax.set_xlabel("distance T - t")
+    ax.legend()
+axes[0].set_ylabel("|d h_T / d x_t|")
+axes[0].set_title("vanilla RNN: vanishing or exploding")
+axes[1].set_title("RNN vs LSTM")
+plt.tight_layout()
+plt.show()
+
+# %% [markdown]
+# On a log scale a straight line is an exponential: each step multiplies the gradient by the
+# same factor on average. The vanilla RNN's line points down at gain 0.5 and up at gain 2;
+# even at gain 1 it falls by orders of magnitude over 60 steps, because tanh's slope is
+# below 1.
+#
+# At torch's default initialisation the LSTM does hardly better than the RNN: its forget
+# gates sit near 0.5 and halve the gradient at every step. With the forget gate open, the
+# gradient 59 steps back is still a few percent of the nearest one, where the RNN's has
+# fallen by twelve orders of magnitude. That is why LSTMs (and GRUs, built on the same idea)
+# replaced vanilla RNNs. But the curve still falls, and the path is still $T - 1$ steps
+# long. Attention removes the path itself.
+
+# %% [markdown]
+# ## 6. One vector for the whole sentence
+#
+# To turn one sequence into another (translation, say), Sutskever et al. (2014) and Cho et al.
+# (2014) used two RNNs. The **encoder** reads the source; its last hidden state, the
+# **context vector**, is all the **decoder** receives; the decoder then writes the output one
+# token at a time from that vector alone. `course.rnn.Seq2SeqRNN` is such a model (GRU or
+# LSTM cells, a GRU here). Whatever the source length, the context has $d_h$ numbers:
+
+# %%
+from course.rnn import BOS, DIGIT_VOCAB, EOS, FIRST_DIGIT, PAD, Seq2SeqRNN, digit_task
+
+seed_everything(0)
+model = Seq2SeqRNN(DIGIT_VOCAB, DIGIT_VOCAB, d_embed=16, d_hidden=64)
+for source in ["314", "2718281828459045"]:
+    tokens = torch.tensor([[FIRST_DIGIT + int(c) for c in source]])   # (1, T_src)
+    context = model.encode(tokens).state                             # (1, B=1, d_hidden)
+    print(f"{len(source):>2} digits -> context vector of {context[0, 0].numel()} numbers")
+
+# %% [markdown]
+# Three digits or sixteen, the decoder gets 64 numbers. Let's see what that costs on a task
+# where the answer is plain: **reverse a string of digits**. `course.rnn.digit_task` draws
+# random strings of 1 to 16 digits and pads them; the decoder's inputs start with a
+# begin-of-sequence token (teacher forcing: during training it is fed the right previous
+# digit), and its targets end with an end-of-sequence token.
+
+# %%
+def show(tokens):
+    """Token ids -> the digits they stand for, as a string ('.' for end of sequence)."""
+    return "".join(str(t - FIRST_DIGIT) if t >= FIRST_DIGIT else "." if t == EOS else ""
+                   for t in tokens.tolist())
+
+
+src, tgt_in, tgt_out = digit_task(3, range(1, 17), torch.Generator().manual_seed(0), reverse=True)
+print(f"src {tuple(src.shape)}, tgt_in and tgt_out {tuple(tgt_out.shape)}")   # (3, L), (3, L + 1)
+for row in range(3):
+    print(f"{show(src[row]):>17} -> {show(tgt_out[row])}")
+
+# %% [markdown]
+# Training: a few hundred steps of Adam on fresh batches, cross-entropy on every target token
+# (padding ignored). A few seconds on a laptop CPU.
+
+# %%
+lengths_task = range(1, 17)
+
+
+def train(model, steps=400, batch_size=64):
+    generator = torch.Generator().manual_seed(0)
+    optimizer = torch.optim.Adam(model.parameters(), lr=5e-3)
+    model.train()
+    for _ in range(steps):
+        src, tgt_in, tgt_out = digit_task(batch_size, lengths_task, generator, reverse=True)
+        logits = model(src, tgt_in)                                   # (B, L + 1, vocab)
+        loss = F.cross_entropy(logits.flatten(0, 1), tgt_out.flatten(), ignore_index=PAD)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+    return model.eval()
+
+
+def accuracy_by_length(model, n=200):
+    """Fraction of fresh strings of each length reversed exactly, decoding greedily."""
+    generator = torch.Generator().manual_seed(1)
+    accuracy = []
+    for length in lengths_task:
+        src, _, tgt_out = digit_task(n, [length], generator, reverse=True)  # (n, L), (n, L + 1)
+        guess = model.generate(src, BOS, EOS, max_len=length + 1)         # (n, L + 1)
+        accuracy.append((guess == tgt_out).all(dim=1).float().mean().item())
+    return accuracy
+
+
+seed_everything(0)
+fixed_context = train(Seq2SeqRNN(DIGIT_VOCAB, DIGIT_VOCAB, d_embed=16, d_hidden=64))
+accuracy = {"one context vector": accuracy_by_length(fixed_context)}
+
+
+def parameters(model):
+    return sum(p.numel() for p in model.parameters())
+
+
+print(f"{parameters(fixed_context):,} parameters")
+print("length:            " + "".join(f"{n:>5}" for n in lengths_task))
+print("reversed exactly:  " + "".join(f"{a:>5.0%}" for a in accuracy["one context vector"]))
+
+# %% [markdown]
+# Short strings come out right; long ones almost never. All sixteen digits must be packed
+# into the 64 numbers of the context vector *and* survive the long recurrent path through
+# encoder and decoder, and a few hundred steps of training do not find a way to do both.
+#
+# Now change one thing. Let the decoder, at every output step, **look back at all the
+# encoder's states** $h_1, \dots, h_T$ and take a weighted average of them, with weights it
+# computes from its own state: additive attention (Bahdanau et al., 2015). Same $d_h$, same
+# data, same number of training steps (the attention's scoring layers add some parameters):
+
+# %%
+seed_everything(0)
+with_attention = train(Seq2SeqRNN(DIGIT_VOCAB, DIGIT_VOCAB, d_embed=16, d_hidden=64,
+                                  attention=True))
+accuracy["with attention"] = accuracy_by_length(with_attention)
+print(f"{parameters(with_attention):,} parameters")
+print("length:            " + "".join(f"{n:>5}" for n in lengths_task))
+print("reversed exactly:  " + "".join(f"{a:>5.0%}" for a in accuracy["with attention"]))
+
+# %%
+fig, ax = plt.subplots(figsize=(6.5, 3.5))
+for name, marker in [("one context vector", "o"), ("with attention", "s")]:
+    ax.plot(list(lengths_task), accuracy[name], marker=marker, label=name)
+ax.set_xlabel("source length (digits)")
+ax.set_ylabel("reversed exactly")
+ax.set_ylim(-0.03, 1.03)
+ax.set_title("GRU encoder-decoder, d_hidden = 64, 400 training steps")
+ax.legend()
+plt.tight_layout()
+plt.show()
+
+# %% [markdown]
+# Where did the attention model look? For one 10-digit string, each row is one output step,
+# each column a source digit; a bright cell is a large weight.
+
+# %%
+from course.plotting import attention_heatmap
+
+src, _, _ = digit_task(1, [10], torch.Generator().manual_seed(2), reverse=True)   # (1, 10)
+guess = with_attention.generate(src, BOS, EOS, max_len=11)                      # (1, 11)
+weights = with_attention.attn[0]                                                # (steps, 10)
+written = [show(token.view(1)) for token in guess[0, :weights.shape[0]]]           # one label a step
+fig, ax = plt.subplots(figsize=(5.5, 5))
+attention_heatmap(weights, queries=written, keys=list(show(src[0])), ax=ax,
+                  title="decoder step (rows) attends to source digit (columns)", annotate=False)
+plt.show()
+
+# %% [markdown]
+# An anti-diagonal: to write the $k$-th digit of the answer, the decoder reads the $k$-th
+# digit from the end of the source, directly, one step away, however long the string is.
+# Nothing has to be squeezed into one vector, and nothing has to survive a long path.
+#
+# ## What's next
+# Attention was first bolted onto an RNN, as here. The Transformer's step is to drop the
+# recurrence altogether and build everything from attention: every position looks at every
+# other position directly, all positions at once. Lesson 02 starts with the core of it,
+# dot-product attention as a soft dictionary lookup.
