@@ -390,16 +390,17 @@ for row in range(3):
     print(f"{show(src[row]):>17} -> {show(tgt_out[row])}")
 
 # %% [markdown]
-# Training: a few hundred steps of Adam on fresh batches, cross-entropy on every target token
-# (padding ignored). A few seconds on a laptop CPU.
+# Training: 500 steps of Adam on fresh batches, cross-entropy on every target token
+# (padding ignored). Before each step we clip the gradient's norm to 1, the standard guard
+# against the exploding gradients of section 5. A few seconds on a laptop CPU.
 
 # %%
 lengths_task = range(1, 17)
 
 
-def train(model, steps=400, batch_size=64):
+def train(model, steps=500, batch_size=64):
     generator = torch.Generator().manual_seed(0)
-    optimizer = torch.optim.Adam(model.parameters(), lr=5e-3)
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-2)
     model.train()
     for _ in range(steps):
         src, tgt_in, tgt_out = digit_task(batch_size, lengths_task, generator, reverse=True)
@@ -407,6 +408,7 @@ def train(model, steps=400, batch_size=64):
         loss = F.cross_entropy(logits.flatten(0, 1), tgt_out.flatten(), ignore_index=PAD)
         optimizer.zero_grad()
         loss.backward()
+        nn.utils.clip_grad_norm_(model.parameters(), max_norm=1.0)
         optimizer.step()
     return model.eval()
 
@@ -422,15 +424,20 @@ def accuracy_by_length(model, n=200):
     return accuracy
 
 
-seed_everything(0)
-fixed_context = train(Seq2SeqRNN(DIGIT_VOCAB, DIGIT_VOCAB, d_embed=16, d_hidden=64))
-accuracy = {"one context vector": accuracy_by_length(fixed_context)}
-
-
 def parameters(model):
     return sum(p.numel() for p in model.parameters())
 
 
+# %% [markdown]
+# The exact percentages below depend on floating-point rounding, which differs between
+# CPUs and thread counts: on another machine they can move by several points (the course's
+# tests do not compare them). What does not move is the pattern, and a cell further down
+# checks that.
+
+# %% tags=["nbval-ignore-output"]
+seed_everything(0)
+fixed_context = train(Seq2SeqRNN(DIGIT_VOCAB, DIGIT_VOCAB, d_embed=16, d_hidden=64))
+accuracy = {"one context vector": accuracy_by_length(fixed_context)}
 print(f"{parameters(fixed_context):,} parameters")
 print("length:            " + "".join(f"{n:>5}" for n in lengths_task))
 print("reversed exactly:  " + "".join(f"{a:>5.0%}" for a in accuracy["one context vector"]))
@@ -438,14 +445,14 @@ print("reversed exactly:  " + "".join(f"{a:>5.0%}" for a in accuracy["one contex
 # %% [markdown]
 # Short strings come out right; long ones almost never. All sixteen digits must be packed
 # into the 64 numbers of the context vector *and* survive the long recurrent path through
-# encoder and decoder, and a few hundred steps of training do not find a way to do both.
+# encoder and decoder, and 500 steps of training do not find a way to do both.
 #
 # Now change one thing. Let the decoder, at every output step, **look back at all the
 # encoder's states** $h_1, \dots, h_T$ and take a weighted average of them, with weights it
 # computes from its own state: additive attention (Bahdanau et al., 2015). Same $d_h$, same
 # data, same number of training steps (the attention's scoring layers add some parameters):
 
-# %%
+# %% tags=["nbval-ignore-output"]
 seed_everything(0)
 with_attention = train(Seq2SeqRNN(DIGIT_VOCAB, DIGIT_VOCAB, d_embed=16, d_hidden=64,
                                   attention=True))
@@ -461,10 +468,21 @@ for name, marker in [("one context vector", "o"), ("with attention", "s")]:
 ax.set_xlabel("source length (digits)")
 ax.set_ylabel("reversed exactly")
 ax.set_ylim(-0.03, 1.03)
-ax.set_title("GRU encoder-decoder, d_hidden = 64, 400 training steps")
+ax.set_title("GRU encoder-decoder, d_hidden = 64, 500 training steps")
 ax.legend()
 plt.tight_layout()
 plt.show()
+
+# %% [markdown]
+# The claim of this section, checked (these lines are compared on every test run):
+
+# %%
+one_vector, attention = accuracy["one context vector"], accuracy["with attention"]
+at_least = {n: [i for i, length in enumerate(lengths_task) if length >= n] for n in (9, 12)}
+print("one context vector, under 20% reversed exactly at every length from 12 digits up:",
+      all(one_vector[i] < 0.2 for i in at_least[12]))
+print("with attention, more reversed exactly at every length from 9 digits up:",
+      all(attention[i] > one_vector[i] for i in at_least[9]))
 
 # %% [markdown]
 # Where did the attention model look? For one 10-digit string, each row is one output step,
