@@ -43,9 +43,9 @@ def as_list(q, k, v):
 
 
 @pytest.mark.parametrize("answer", [by_matmul, by_einsum, by_functional, by_exp_and_sum, as_list])
-def test_correct_answers_pass(answer, capsys):
-    assert check.dot_product_attention(answer) is True
-    assert "✅ dot_product_attention: passed" in capsys.readouterr().out
+def test_correct_answers_pass(answer, verdict):
+    passed, printed = verdict(check.dot_product_attention, answer)
+    assert passed is True and "✅ dot_product_attention: passed" in printed, printed
 
 
 def stub(q, k, v):
@@ -125,8 +125,6 @@ WRONG = [
 
 
 @pytest.mark.parametrize("answer, diagnosis", WRONG, ids=[w[0].__name__ for w in WRONG])
-def test_each_mistake_is_rejected_and_named(answer, diagnosis, capsys):
-    assert check.dot_product_attention(answer) is False
-    printed = capsys.readouterr().out
-    assert diagnosis in printed, printed
-    assert printed.count("\n") == 1, "a checker prints exactly one verdict line"
+def test_each_mistake_is_rejected_and_named(answer, diagnosis, verdict):
+    passed, printed = verdict(check.dot_product_attention, answer)
+    assert passed is False and diagnosis in printed, printed

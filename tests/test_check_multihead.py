@@ -14,14 +14,6 @@ from torch import nn
 from course import check
 from course.attention import scaled_dot_product_attention
 
-
-def _verdict(checker, answer, capsys) -> tuple[bool, str]:
-    passed = checker(answer)
-    printed = capsys.readouterr().out
-    assert printed.count("\n") == 1, f"a checker prints exactly one verdict line: {printed!r}"
-    return passed, printed
-
-
 # ------------------------------------------------------------ split_heads ----------
 
 
@@ -58,8 +50,8 @@ SPLIT_RIGHT = [
 
 
 @pytest.mark.parametrize("answer", SPLIT_RIGHT)
-def test_split_heads_correct_answers_pass(answer, capsys):
-    passed, printed = _verdict(check.split_heads, answer, capsys)
+def test_split_heads_correct_answers_pass(answer, verdict):
+    passed, printed = verdict(check.split_heads, answer)
     assert passed is True and "✅ split_heads: passed" in printed
 
 
@@ -114,8 +106,8 @@ SPLIT_WRONG = [
 
 
 @pytest.mark.parametrize("answer, diagnosis", SPLIT_WRONG, ids=[w[0].__name__ for w in SPLIT_WRONG])
-def test_split_heads_mistakes_are_named(answer, diagnosis, capsys):
-    passed, printed = _verdict(check.split_heads, answer, capsys)
+def test_split_heads_mistakes_are_named(answer, diagnosis, verdict):
+    passed, printed = verdict(check.split_heads, answer)
     assert passed is False and diagnosis in printed, printed
 
 
@@ -155,8 +147,8 @@ MERGE_RIGHT = [
 
 
 @pytest.mark.parametrize("answer", MERGE_RIGHT)
-def test_merge_heads_correct_answers_pass(answer, capsys):
-    passed, printed = _verdict(check.merge_heads, answer, capsys)
+def test_merge_heads_correct_answers_pass(answer, verdict):
+    passed, printed = verdict(check.merge_heads, answer)
     assert passed is True and "✅ merge_heads: passed" in printed
 
 
@@ -205,8 +197,8 @@ MERGE_WRONG = [
 
 
 @pytest.mark.parametrize("answer, diagnosis", MERGE_WRONG, ids=[w[0].__name__ for w in MERGE_WRONG])
-def test_merge_heads_mistakes_are_named(answer, diagnosis, capsys):
-    passed, printed = _verdict(check.merge_heads, answer, capsys)
+def test_merge_heads_mistakes_are_named(answer, diagnosis, verdict):
+    passed, printed = verdict(check.merge_heads, answer)
     assert passed is False and diagnosis in printed, printed
 
 
@@ -338,8 +330,8 @@ MHA_RIGHT = [
 
 
 @pytest.mark.parametrize("answer", MHA_RIGHT)
-def test_mha_correct_answers_pass(answer, capsys):
-    passed, printed = _verdict(check.MultiHeadAttention, answer, capsys)
+def test_mha_correct_answers_pass(answer, verdict):
+    passed, printed = verdict(check.MultiHeadAttention, answer)
     assert passed is True and "✅ MultiHeadAttention: passed" in printed, printed
 
 
@@ -552,12 +544,12 @@ MHA_WRONG = [
 
 
 @pytest.mark.parametrize("answer, diagnosis", MHA_WRONG, ids=[w[0].__name__ for w in MHA_WRONG])
-def test_mha_mistakes_are_named(answer, diagnosis, capsys):
-    passed, printed = _verdict(check.MultiHeadAttention, answer, capsys)
+def test_mha_mistakes_are_named(answer, diagnosis, verdict):
+    passed, printed = verdict(check.MultiHeadAttention, answer)
     assert passed is False and diagnosis in printed, printed
     assert "❌" in printed or "⏳" in printed
 
 
-def test_passing_an_instance_instead_of_the_class_is_explained(capsys):
-    passed, printed = _verdict(check.MultiHeadAttention, Good(12, 3), capsys)
+def test_passing_an_instance_instead_of_the_class_is_explained(verdict):
+    passed, printed = verdict(check.MultiHeadAttention, Good(12, 3))
     assert passed is False and "the class itself, not an instance" in printed

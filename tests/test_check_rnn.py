@@ -13,13 +13,6 @@ from course import check
 from course.rnn import rnn_forward as reference_rnn_forward
 
 
-def _verdict(checker, answer, capsys) -> tuple[bool, str]:
-    passed = checker(answer)
-    printed = capsys.readouterr().out
-    assert printed.count("\n") == 1, f"a checker prints exactly one verdict line: {printed!r}"
-    return passed, printed
-
-
 def _start(x, W_hh, h0):
     return x.new_zeros(x.shape[0], W_hh.shape[0]) if h0 is None else h0  # (B, d_h)
 
@@ -100,8 +93,8 @@ RIGHT = [
 
 
 @pytest.mark.parametrize("answer", RIGHT)
-def test_correct_answers_pass(answer, capsys):
-    passed, printed = _verdict(check.rnn_forward, answer, capsys)
+def test_correct_answers_pass(answer, verdict):
+    passed, printed = verdict(check.rnn_forward, answer)
     assert passed is True and "✅ rnn_forward: passed" in printed, printed
 
 
@@ -305,8 +298,8 @@ WRONG = [
 
 
 @pytest.mark.parametrize("answer, diagnosis", WRONG, ids=[w[0].__name__ for w in WRONG])
-def test_mistakes_are_named(answer, diagnosis, capsys):
-    passed, printed = _verdict(check.rnn_forward, answer, capsys)
+def test_mistakes_are_named(answer, diagnosis, verdict):
+    passed, printed = verdict(check.rnn_forward, answer)
     assert passed is False and diagnosis in printed, printed
     assert printed.startswith("⏳" if answer is stub else "❌"), printed
 
@@ -353,6 +346,6 @@ ABSURD = [
 @pytest.mark.parametrize(
     "answer, diagnosis", ABSURD, ids=[getattr(a[0], "__name__", repr(a[0])) for a in ABSURD]
 )
-def test_absurd_answers_never_raise(answer, diagnosis, capsys):
-    passed, printed = _verdict(check.rnn_forward, answer, capsys)
+def test_absurd_answers_never_raise(answer, diagnosis, verdict):
+    passed, printed = verdict(check.rnn_forward, answer)
     assert passed is False and diagnosis in printed, printed

@@ -12,14 +12,6 @@ import torch.nn.functional as F
 
 from course import check
 
-
-def _verdict(answer, capsys):
-    passed = check.scaled_dot_product_attention(answer)
-    printed = capsys.readouterr().out
-    assert printed.count("\n") == 1, f"a checker prints exactly one verdict line: {printed!r}"
-    return passed, printed
-
-
 # ------------------------------------------------------------ correct answers ----------
 
 
@@ -78,8 +70,8 @@ CORRECT = [
 
 
 @pytest.mark.parametrize("answer", CORRECT)
-def test_correct_answers_pass(answer, capsys):
-    passed, printed = _verdict(answer, capsys)
+def test_correct_answers_pass(answer, verdict):
+    passed, printed = verdict(check.scaled_dot_product_attention, answer)
     assert passed is True, printed
     assert "✅ scaled_dot_product_attention: passed" in printed
 
@@ -270,12 +262,12 @@ WRONG = [
 
 
 @pytest.mark.parametrize("answer, diagnosis", WRONG, ids=[w[0].__name__ for w in WRONG])
-def test_each_mistake_is_rejected_and_named(answer, diagnosis, capsys):
-    passed, printed = _verdict(answer, capsys)
+def test_each_mistake_is_rejected_and_named(answer, diagnosis, verdict):
+    passed, printed = verdict(check.scaled_dot_product_attention, answer)
     assert passed is False
     assert diagnosis in printed, printed
 
 
-def test_masked_mistakes_say_which_mask(capsys):
-    printed = _verdict(mask_inverted, capsys)[1]
+def test_masked_mistakes_say_which_mask(verdict):
+    printed = verdict(check.scaled_dot_product_attention, mask_inverted)[1]
     assert "with a causal mask (T, T) (mask (5, 5))" in printed

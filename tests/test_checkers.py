@@ -28,15 +28,6 @@ REFERENCES = {
 NAMES = list(EXERCISES)
 
 
-def _verdict(name, answer, capsys):
-    passed = EXERCISES[name](answer)
-    printed = capsys.readouterr().out
-    assert printed.count("\n") == 1, f"a checker prints exactly one verdict line: {printed!r}"
-    assert printed.startswith(("✅", "⏳", "❌")), printed
-    assert isinstance(passed, bool)
-    return passed, printed
-
-
 def test_every_exercise_is_registered_under_its_name_and_has_a_reference():
     assert set(NAMES) == set(REFERENCES)
     for name in NAMES:
@@ -49,8 +40,8 @@ def test_exercises_are_registered_in_lesson_order():
 
 
 @pytest.mark.parametrize("name", NAMES)
-def test_the_reference_passes(name, capsys):
-    passed, printed = _verdict(name, REFERENCES[name], capsys)
+def test_the_reference_passes(name, verdict):
+    passed, printed = verdict(EXERCISES[name], REFERENCES[name])
     assert passed is True and printed.startswith(f"✅ {name}: passed"), printed
 
 
@@ -60,8 +51,8 @@ def stub(*args, **kwargs):
 
 
 @pytest.mark.parametrize("name", NAMES)
-def test_a_stub_is_not_implemented_yet(name, capsys):
-    passed, printed = _verdict(name, stub, capsys)
+def test_a_stub_is_not_implemented_yet(name, verdict):
+    passed, printed = verdict(EXERCISES[name], stub)
     assert passed is False and printed.startswith(f"⏳ {name}: not implemented yet"), printed
 
 
@@ -78,21 +69,21 @@ ABSURD = {
 
 @pytest.mark.parametrize("name", NAMES)
 @pytest.mark.parametrize("what", ABSURD)
-def test_a_checker_never_raises(name, what, capsys):
-    passed, printed = _verdict(name, ABSURD[what], capsys)
+def test_a_checker_never_raises(name, what, verdict):
+    passed, printed = verdict(EXERCISES[name], ABSURD[what])
     assert passed is False and printed.startswith(f"❌ {name}: "), printed
 
 
 @pytest.mark.parametrize("name", NAMES)
-def test_a_result_instead_of_the_answer_is_explained(name, capsys):
-    passed, printed = _verdict(name, torch.zeros(2, 3), capsys)
+def test_a_result_instead_of_the_answer_is_explained(name, verdict):
+    passed, printed = verdict(EXERCISES[name], torch.zeros(2, 3))
     assert passed is False and f"check.{name}({name})" in printed, printed
 
 
 @pytest.mark.parametrize("name", NAMES)
-def test_checking_leaves_the_global_random_state_alone(name, capsys):
+def test_checking_leaves_the_global_random_state_alone(name, verdict):
     torch.manual_seed(123)
     expected = torch.rand(3)
     torch.manual_seed(123)
-    _verdict(name, REFERENCES[name], capsys)
+    verdict(EXERCISES[name], REFERENCES[name])
     assert torch.equal(torch.rand(3), expected)

@@ -1,0 +1,21 @@
+"""Fixtures the test files share."""
+
+import pytest
+
+
+@pytest.fixture
+def verdict(capsys):
+    """verdict(checker, answer) -> (passed, printed): run a checker as a notebook cell would.
+
+    Every checker prints exactly one verdict line, starting ✅, ⏳ or ❌, and returns a bool.
+    """
+
+    def run(checker, answer):
+        passed = checker(answer)
+        printed = capsys.readouterr().out
+        assert printed.count("\n") == 1, f"a checker prints exactly one verdict line: {printed!r}"
+        assert printed.startswith(("✅", "⏳", "❌")), printed
+        assert isinstance(passed, bool)
+        return passed, printed
+
+    return run
