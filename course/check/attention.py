@@ -91,17 +91,25 @@ def _call_on_shape(candidate, shape, q, k, v, want_out, want_w, hints, **kwargs)
         raise Mistake(f"{mistake}. {_BATCH_HINT}") from None
 
 
+def _unmasked_answers(candidate, gen, attend, hints):
+    """For each of _SHAPES: (q, k, v, output, weights, want_out, want_w), with `attend` the
+    reference and the candidate's answer already checked for shapes and return order."""
+    for shape in _SHAPES:
+        q, k, v = _inputs(gen, *shape)
+        want_out, want_w = attend(q, k, v)
+        output, weights = _call_on_shape(candidate, shape, q, k, v, want_out, want_w, hints)
+        yield q, k, v, output, weights, want_out, want_w
+
+
 # ------------------------------------------------------ lesson 02 ----------
 
 
 @exercise("dot_product_attention")
 def dot_product_attention(candidate) -> str:
-    gen = generator(2)
-    for shape in _SHAPES:
-        q, k, v = _inputs(gen, *shape)
-        want_out, want_w = reference.dot_product_attention(q, k, v)
-        output, weights = _call_on_shape(candidate, shape, q, k, v, want_out, want_w, _SHAPE_HINTS)
-
+    answers = _unmasked_answers(
+        candidate, generator(2), reference.dot_product_attention, _SHAPE_HINTS
+    )
+    for q, k, v, output, weights, want_out, want_w in answers:
         scores = q @ k.transpose(-2, -1)
         expect_close(weights, want_w, "weights", wrong={
             "the softmax runs over the queries (dim=-2); each query's weights must sum to 1 "
@@ -283,10 +291,8 @@ def _check_dropout(candidate, gen, p=0.25) -> None:
 @exercise("scaled_dot_product_attention")
 def scaled_dot_product_attention(candidate) -> str:
     gen = generator(3)
-    for shape in _SHAPES:
-        q, k, v = _inputs(gen, *shape)
-        want_out, want_w = reference.scaled_dot_product_attention(q, k, v)
-        output, weights = _call_on_shape(candidate, shape, q, k, v, want_out, want_w, _NONE_HINTS)
+    answers = _unmasked_answers(candidate, gen, reference.scaled_dot_product_attention, _NONE_HINTS)
+    for q, k, v, output, weights, want_out, want_w in answers:
         expect_close(weights, want_w, "weights", wrong=_weight_mistakes(q, k, v))
         expect_close(output, want_out, "output", wrong={
             "the output multiplies the scaled scores by v: multiply the softmax weights "
