@@ -31,7 +31,7 @@ def loop_and_stack(x, W_xh, W_hh, b, h0=None):
 
 def preallocated(x, W_xh, W_hh, b, h0=None):
     B, T, _ = x.shape
-    hs = torch.zeros(B, T, W_hh.shape[0])
+    hs = x.new_zeros(B, T, W_hh.shape[0])
     h = _start(x, W_hh, h0)
     for t in range(T):
         h = (x[:, t] @ W_xh + h @ W_hh + b).tanh()
@@ -64,19 +64,22 @@ def returns_a_list(x, W_xh, W_hh, b, h0=None):
 
 
 def through_torch_rnn(x, W_xh, W_hh, b, h0=None):
-    rnn = torch.nn.RNN(W_xh.shape[0], W_xh.shape[1], batch_first=True)
-    with torch.no_grad():
-        rnn.weight_ih_l0.copy_(W_xh.T)
-        rnn.weight_hh_l0.copy_(W_hh.T)
-        rnn.bias_ih_l0.copy_(b)
-        rnn.bias_hh_l0.zero_()
-    hs, h_n = rnn(x, None if h0 is None else h0.unsqueeze(0))
+    """torch.nn.RNN run with the given tensors as its weights, so gradients reach them."""
+    rnn = torch.nn.RNN(W_xh.shape[0], W_xh.shape[1], batch_first=True).to(x.dtype)
+    weights = {
+        "weight_ih_l0": W_xh.T,
+        "weight_hh_l0": W_hh.T,
+        "bias_ih_l0": b,
+        "bias_hh_l0": torch.zeros_like(b),
+    }
+    start = None if h0 is None else h0.unsqueeze(0)  # (1, B, d_h)
+    hs, h_n = torch.func.functional_call(rnn, weights, (x, start))
     return hs, h_n[0]
 
 
 def h0_required_keyword(x, W_xh, W_hh, b, h0=None):
     if h0 is None:
-        h0 = torch.zeros(x.shape[0], W_hh.shape[1])
+        h0 = torch.zeros(x.shape[0], W_hh.shape[1], dtype=x.dtype)
     return loop_and_stack(x, W_xh, W_hh, b, h0)
 
 
@@ -264,6 +267,89 @@ def hidden_size_from_input(x, W_xh, W_hh, b, h0=None):
     return loop_and_stack(x, W_xh, W_hh, b, h)
 
 
+def state_detached_each_step(x, W_xh, W_hh, b, h0=None):
+    h = _start(x, W_hh, h0)
+    states = []
+    for t in range(x.shape[1]):
+        h = torch.tanh(x[:, t] @ W_xh + h.detach() @ W_hh + b)  # truncated BPTT
+        states.append(h)
+    return torch.stack(states, dim=1), h
+
+
+def tanh_on_input_only(x, W_xh, W_hh, b, h0=None):
+    return _loop(x, W_xh, W_hh, b, h0, lambda xt, h: torch.tanh(xt @ W_xh) + h @ W_hh + b)
+
+
+def tanh_on_input_and_bias(x, W_xh, W_hh, b, h0=None):
+    return _loop(x, W_xh, W_hh, b, h0, lambda xt, h: torch.tanh(xt @ W_xh + b) + h @ W_hh)
+
+
+def tanh_on_recurrence_only(x, W_xh, W_hh, b, h0=None):
+    return _loop(x, W_xh, W_hh, b, h0, lambda xt, h: xt @ W_xh + torch.tanh(h @ W_hh) + b)
+
+
+def one_aliased_buffer(x, W_xh, W_hh, b, h0=None):
+    h = _start(x, W_hh, h0).clone()
+    states = []
+    for t in range(x.shape[1]):
+        h[:] = torch.tanh(x[:, t] @ W_xh + h @ W_hh + b)  # overwrites the one buffer
+        states.append(h)
+    return torch.stack(states, dim=1), h
+
+
+def h0_or_zeros(x, W_xh, W_hh, b, h0=None):
+    h0 = h0 or torch.zeros(x.shape[0], W_hh.shape[0])
+    return loop_and_stack(x, W_xh, W_hh, b, h0)
+
+
+def state_forced_to_float32(x, W_xh, W_hh, b, h0=None):
+    if h0 is None:
+        h0 = torch.zeros(x.shape[0], W_hh.shape[1])  # float32, whatever x is
+    return loop_and_stack(x, W_xh, W_hh, b, h0)
+
+
+def preallocated_in_float32(x, W_xh, W_hh, b, h0=None):
+    B, T, _ = x.shape
+    hs = torch.zeros(B, T, W_hh.shape[0])
+    h = _start(x, W_hh, h0)
+    for t in range(T):
+        h = (x[:, t] @ W_xh + h @ W_hh + b).tanh()
+        hs[:, t] = h
+    return hs, hs[:, -1]
+
+
+def returns_float32(x, W_xh, W_hh, b, h0=None):
+    hs, h = loop_and_stack(x, W_xh, W_hh, b, h0)
+    return hs.float(), h.float()
+
+
+def torch_rnn_squeezed(x, W_xh, W_hh, b, h0=None):
+    hs, h_n = through_torch_rnn(x, W_xh, W_hh, b, h0)
+    return hs, h_n.squeeze()  # (B, d_h), but (d_h,) for a batch of one
+
+
+def torch_rnn_with_copied_weights(x, W_xh, W_hh, b, h0=None):
+    rnn = torch.nn.RNN(W_xh.shape[0], W_xh.shape[1], batch_first=True).to(x.dtype)
+    with torch.no_grad():  # the copies cut the graph: no gradient reaches W_xh, W_hh, b
+        rnn.weight_ih_l0.copy_(W_xh.T)
+        rnn.weight_hh_l0.copy_(W_hh.T)
+        rnn.bias_ih_l0.copy_(b)
+        rnn.bias_hh_l0.zero_()
+    hs, h_n = rnn(x, None if h0 is None else h0.unsqueeze(0))
+    return hs, h_n[0]
+
+
+def view_of_noncontiguous_input(x, W_xh, W_hh, b, h0=None):
+    B, T, d_in = x.shape
+    x_part = (x.view(B * T, d_in) @ W_xh + b).view(B, T, -1)
+    h = _start(x, W_hh, h0)
+    states = []
+    for t in range(T):
+        h = torch.tanh(x_part[:, t] + h @ W_hh)
+        states.append(h)
+    return torch.stack(states, dim=1), h
+
+
 WRONG = [
     (stub, "⏳ rnn_forward: not implemented yet"),
     (no_tanh, "tanh is missing"),
@@ -293,6 +379,18 @@ WRONG = [
     (h0_as_last, "h_T is h0 (or zeros)"),
     (last_state_keeps_time_axis, "not hs[:, -1:]"),
     (changes_h0_in_place, "changed one of its input tensors in place"),
+    (state_detached_each_step, "the state is detached from the graph at each step"),
+    (tanh_on_input_only, "tanh wraps only the input term"),
+    (tanh_on_input_and_bias, "tanh wraps only x_t W_xh + b"),
+    (tanh_on_recurrence_only, "tanh wraps only the recurrent term"),
+    (one_aliased_buffer, "share one buffer that each step overwrites in place"),
+    (h0_or_zeros, "write `h0 if h0 is not None else"),
+    (state_forced_to_float32, "mixes float32 and float64"),
+    (preallocated_in_float32, "is float32, but the inputs were float64"),
+    (returns_float32, "is float32, but the inputs were float64"),
+    (torch_rnn_squeezed, "With a batch of one, h_T must still be (1, d_h)"),
+    (torch_rnn_with_copied_weights, "no gradient reaches W_xh"),
+    (view_of_noncontiguous_input, "use .reshape(...) instead of .view(...)"),
     (hidden_size_from_input, "h starting as h0 or zeros (B, d_h), d_h = W_hh.shape[0]"),
 ]
 

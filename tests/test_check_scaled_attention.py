@@ -29,8 +29,10 @@ def by_masked_fill(q, k, v, mask=None, dropout_p=0.0):
 def by_einsum_and_where(q, k, v, mask=None, dropout_p=0.0):
     scores = torch.einsum("...qd,...kd->...qk", q, k) / q.shape[-1] ** 0.5
     if mask is not None:
-        scores = torch.where(mask, scores, -1e9)  # a fully masked row becomes uniform
+        scores = torch.where(mask, scores, -1e9)
     weights = torch.softmax(scores, dim=-1)
+    if mask is not None:  # -1e9 makes a fully masked row uniform: the rule is zeros
+        weights = torch.where(mask.any(dim=-1, keepdim=True), weights, 0.0)
     if dropout_p > 0:
         weights = torch.nn.functional.dropout(weights, dropout_p, training=True)
     return torch.einsum("...qk,...kv->...qv", weights, v), weights
@@ -215,8 +217,8 @@ def dropout_on_the_output(q, k, v, mask=None, dropout_p=0.0):
 def dropout_on_the_scores(q, k, v, mask=None, dropout_p=0.0):
     scores = F.dropout(q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1]), dropout_p)
     if mask is not None:
-        scores = scores.masked_fill(~mask, -1e9)
-    weights = scores.softmax(-1)
+        scores = scores.masked_fill(~mask, float("-inf"))
+    weights = scores.softmax(-1).nan_to_num(0.0)
     return weights @ v, weights
 
 
@@ -255,8 +257,8 @@ WRONG = [
     (dropout_ignored, "nothing is dropped"),
     (dropout_not_rescaled, "not rescaled"),
     (dropout_on_the_output, "weights you return were not dropped, but the output changed"),
-    (dropout_on_the_scores, "either 0 (dropped) or weight / (1 - dropout_p)"),
-    (dropout_p_as_keep_probability, "either 0 (dropped) or weight / (1 - dropout_p)"),
+    (dropout_on_the_scores, "either 0 (dropped) or weight / (1 - p)"),
+    (dropout_p_as_keep_probability, "either 0 (dropped) or weight / (1 - p)"),
     (output_before_dropout, "uses the weights from before dropout"),
 ]
 

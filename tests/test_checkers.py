@@ -5,10 +5,17 @@
 - a checker never raises, prints exactly one verdict line and returns a bool, even on
   answers that return nonsense, crash, or take the wrong arguments;
 - handing over a result instead of the function or class is explained;
-- checking leaves the notebook's global random state exactly as it was.
+- checking leaves the notebook's global random state exactly as it was;
+- backward as well as forward: the reference with its outputs detached, run under
+  torch.no_grad(), or with NaN patched into its outputs' gradients after the fact, gives
+  the same values and is still rejected, with a message that says what is wrong;
+- an answer that needs another function the learner has not written yet names it.
 
 Each lesson's own test file (tests/test_check_*.py) shows its checker's diagnoses.
 """
+
+import functools
+import inspect
 
 import pytest
 import torch
@@ -87,3 +94,73 @@ def test_checking_leaves_the_global_random_state_alone(name, verdict):
     torch.manual_seed(123)
     verdict(EXERCISES[name], REFERENCES[name])
     assert torch.equal(torch.rand(3), expected)
+
+
+# ------------------------------------------------- generic mutations ----------
+# Each takes the reference's forward and gives one that returns the same values but breaks
+# the backward pass the way a learner's code can.
+
+
+def _map_tensors(result, f):
+    if isinstance(result, tuple | list):
+        return type(result)(f(r) for r in result)
+    return f(result)
+
+
+def _nan_patched(out):
+    """Same values; a NaN made in the forward pass and patched away (nan_to_num), so the
+    gradient that flows back through it is NaN."""
+    nan = out / (out - out)  # 0/0 and x/0: NaN and inf everywhere, still in the graph
+    return out + torch.nan_to_num(nan, nan=0.0, posinf=0.0, neginf=0.0)
+
+
+def _detached(forward):
+    return lambda *a, **k: _map_tensors(forward(*a, **k), lambda t: t.detach())
+
+
+def _under_no_grad(forward):
+    def run(*a, **k):
+        with torch.no_grad():
+            return forward(*a, **k)
+
+    return run
+
+
+def _with_nan_gradients(forward):
+    return lambda *a, **k: _map_tensors(forward(*a, **k), _nan_patched)
+
+
+MUTATIONS = {
+    "outputs detached": (_detached, "carries no gradient"),
+    "forward under torch.no_grad()": (_under_no_grad, "carries no gradient"),
+    "NaN patched after the fact": (_with_nan_gradients, "holds NaN or inf"),
+}
+
+
+def mutate(answer, mutation):
+    """The reference answer with `mutation` applied to its forward: a function is wrapped;
+    a class gets a subclass whose forward is wrapped."""
+    if inspect.isclass(answer):
+
+        def forward(self, *a, **k):
+            return mutation(functools.partial(answer.forward, self))(*a, **k)
+
+        return type(answer.__name__, (answer,), {"forward": forward})
+    return functools.wraps(answer)(mutation(answer))
+
+
+@pytest.mark.parametrize("name", NAMES)
+@pytest.mark.parametrize("mutation", MUTATIONS)
+def test_a_broken_backward_is_rejected_and_named(name, mutation, verdict):
+    wrap, diagnosis = MUTATIONS[mutation]
+    passed, printed = verdict(EXERCISES[name], mutate(REFERENCES[name], wrap))
+    assert passed is False and printed.startswith(f"❌ {name}: "), printed
+    assert diagnosis in printed, printed
+
+
+def test_the_nan_patch_keeps_values_and_makes_gradients_nan():
+    x = torch.randn(3, requires_grad=True)
+    patched = _nan_patched(x * 2)
+    assert torch.equal(patched, x * 2)
+    patched.sum().backward()
+    assert torch.isnan(x.grad).all()

@@ -10,13 +10,26 @@ decorator turns that into exactly one printed verdict and a True / False result:
 A checker never raises: the learner's unfinished or broken code must not stop the
 notebook. Inputs come from a private, seeded generator, so verdicts are reproducible
 and the notebook's own random state is left alone.
+
+What every checker judges, with the helpers below:
+- forward values (`expect_close`, which also requires the input's dtype to be kept);
+- backward: `expect_gradients` backpropagates a fixed random projection of the outputs
+  and compares the gradient with respect to every input and parameter with the
+  reference's; they must be there (no `.detach()`, no `torch.no_grad()`) and finite;
+- robust inputs: batch size 1, float64, `noncontiguous(...)` tensors, and calls made
+  positionally, exactly as the lesson's signature states (`expect_signature`);
+- randomness where it belongs: `expect_dropout` (elementwise, at the rate asked, rescaled,
+  different on every call).
 """
 
 from __future__ import annotations
 
 import functools
+import inspect
+import math
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from pathlib import Path
 
 import torch
 
@@ -29,7 +42,15 @@ class Mistake(Exception):
 
 
 class NotImplementedYet(Exception):
-    """The learner's code still raises NotImplementedError (the stub)."""
+    """The learner's code still raises NotImplementedError (the stub).
+
+    `culprit` names another function of the learner's that the answer calls and that is
+    still a stub (MultiHeadAttention written, split_heads not yet), or is None.
+    """
+
+    def __init__(self, culprit: str | None = None):
+        super().__init__(culprit)
+        self.culprit = culprit
 
 
 def exercise(name: str) -> Callable[[Callable[..., str]], Callable[..., bool]]:
@@ -50,11 +71,18 @@ def exercise(name: str) -> Callable[[Callable[..., str]], Callable[..., bool]]:
                         f"write check.{name}({name}), without calling it first"
                     )
                 summary = body(candidate)
-            except NotImplementedYet:
-                print(
-                    f"⏳ {name}: not implemented yet. Replace `raise NotImplementedError` "
-                    "with your code, run that cell, then this one again."
-                )
+            except NotImplementedYet as stub:
+                if stub.culprit:
+                    print(
+                        f"⏳ {name}: your code calls {stub.culprit}, which is not implemented "
+                        f"yet (it still raises NotImplementedError). Finish {stub.culprit} "
+                        "first, run its cell, then this one again."
+                    )
+                else:
+                    print(
+                        f"⏳ {name}: not implemented yet. Replace `raise NotImplementedError` "
+                        "with your code, run that cell, then this one again."
+                    )
                 return False
             except Mistake as mistake:
                 print(f"❌ {name}: {mistake}")
@@ -83,8 +111,17 @@ def generator(seed: int) -> torch.Generator:
     return torch.Generator().manual_seed(seed)
 
 
-def randn(gen: torch.Generator, *shape: int) -> torch.Tensor:
-    return torch.randn(*shape, generator=gen)
+def randn(gen: torch.Generator, *shape: int, dtype: torch.dtype = torch.float32) -> torch.Tensor:
+    return torch.randn(*shape, generator=gen, dtype=dtype)
+
+
+def noncontiguous(t: torch.Tensor) -> torch.Tensor:
+    """The same values stored in reverse axis order (column-major), as a transposed tensor
+    is: not contiguous, so `.view` that merges axes fails on it where `.reshape` works."""
+    if t.dim() < 2:
+        return torch.stack([t, torch.zeros_like(t)], dim=-1)[..., 0]  # a gap after each entry
+    reverse = tuple(range(t.dim() - 1, -1, -1))
+    return t.permute(reverse).contiguous().permute(reverse)
 
 
 def describe(**tensors) -> str:
@@ -98,38 +135,119 @@ def describe(**tensors) -> str:
 # ----------------------------------------------------------- calling ----------
 
 
-def call(
-    candidate, *args, names: tuple[str, ...] = (), hints: dict[str, str] | None = None, **kwargs
-):
+# Hints every checker gives for errors any answer can run into.
+COMMON_HINTS = {
+    "Boolean value of Tensor with more than one value is ambiguous": "A tensor was used as a "
+    "truth value (`if mask:`, `h0 or ...`): test for None explicitly, `if mask is not None:`, "
+    "`h0 if h0 is not None else ...`",
+    "same dtype": "Your code mixes float32 and float64: create new tensors in the inputs' dtype "
+    "(x.new_zeros(...), torch.zeros(..., dtype=x.dtype)) and don't call .float() or .double()",
+    "expected scalar type": "Your code mixes float32 and float64: create new tensors in the "
+    "inputs' dtype (x.new_zeros(...), torch.zeros(..., dtype=x.dtype)) and don't call "
+    ".float() or .double()",
+    "view size is not compatible": "The tensor is not contiguous in memory (a transpose or a "
+    "slice made it so): use .reshape(...) instead of .view(...), or .contiguous().view(...)",
+    "modified by an inplace operation": "An in-place operation (x += ..., x[...] = ..., "
+    "h.copy_(...)) overwrote a tensor that autograd still needed for the backward pass: "
+    "compute a new tensor instead (h = torch.tanh(...))",
+}
+
+Hints = dict[str, str] | Callable[[str], str | None] | None
+
+
+def _hint(error: Exception, hints: Hints) -> str:
+    """The hint for this error: the checker's own first, then the common ones."""
+    text = str(error)
+    if callable(hints):
+        found = hints(text)
+        if found:
+            return found
+        hints = None
+    for table in (hints or {}, COMMON_HINTS):
+        for fragment, hint in table.items():
+            if fragment in text:
+                return hint
+    return ""
+
+
+def _own_code(candidate) -> set:
+    """The code objects of the candidate itself: the function, or the class's methods."""
+    if inspect.isclass(candidate):
+        return {
+            f.__code__
+            for cls in candidate.__mro__
+            if not cls.__module__.startswith(("torch", "builtins"))
+            for f in vars(cls).values()
+            if inspect.isfunction(f)
+        }
+    return {candidate.__code__} if hasattr(candidate, "__code__") else set()
+
+
+def _stub_culprit(error: NotImplementedError, candidate) -> str | None:
+    """Which function raised: None for the candidate itself, else the stub it called.
+
+    Raises Mistake when the NotImplementedError came from PyTorch itself (an operation
+    that has no implementation for these inputs), which is not a stub at all.
+    """
+    frames = traceback.extract_tb(error.__traceback__)
+    raised = error.__traceback__
+    while raised.tb_next is not None:
+        raised = raised.tb_next
+    code = raised.tb_frame.f_code
+    if Path(torch.__file__).parent in Path(code.co_filename).parents:
+        raise Mistake(f"PyTorch raised NotImplementedError inside your code: {error}")
+    if code in _own_code(candidate) or len(frames) <= 1:
+        return None
+    return code.co_name
+
+
+def call(candidate, *args, names: tuple[str, ...] = (), hints: Hints = None, **kwargs):
     """Run the learner's code on copies of the inputs and translate what goes wrong.
 
-    - NotImplementedError -> NotImplementedYet (a stub: "not implemented yet");
-    - any other exception -> Mistake naming the inputs and the error, plus a hint
-      when the error message contains one of `hints`' keys (`names` names the
-      positional inputs in that message);
+    - NotImplementedError -> NotImplementedYet (a stub: "not implemented yet"), naming
+      the stub when it is another function the answer calls;
+    - any other exception -> Mistake naming the inputs and the error, plus a hint: the
+      first of `hints` whose key is in the error message (or `hints(message)` when it
+      is a function), else one of COMMON_HINTS; `names` names the positional inputs;
     - an input tensor changed in place -> Mistake.
     """
     originals = [a for a in (*args, *kwargs.values()) if isinstance(a, torch.Tensor)]
-    copies = [a.clone() for a in originals]
+    copies = [a.detach().clone() for a in originals]
     named = {(names[i] if i < len(names) else f"arg{i}"): a for i, a in enumerate(args)} | kwargs
     try:
         result = candidate(*args, **kwargs)
-    except NotImplementedError:
-        raise NotImplementedYet() from None
+    except NotImplementedError as error:
+        raise NotImplementedYet(_stub_culprit(error, candidate)) from None
     except Exception as error:
         message = f"on inputs {describe(**named)} your code raised {type(error).__name__}: {error}"
-        for fragment, hint in (hints or {}).items():
-            if fragment in str(error):
-                message += f". {hint}"
-                break
-        raise Mistake(message) from None
+        hint = _hint(error, hints)
+        raise Mistake(message + (f". {hint}" if hint else "")) from None
     for original, copy in zip(originals, copies, strict=True):
-        if original.shape != copy.shape or not torch.equal(original, copy):
+        if original.shape != copy.shape or not torch.equal(original.detach(), copy):
             raise Mistake(
                 "your code changed one of its input tensors in place; "
                 "compute new tensors instead (e.g. x = x * 2, not x *= 2)"
             )
     return result
+
+
+def expect_signature(function, expected: Sequence[str], shown: str) -> None:
+    """`function` takes the lesson's parameters in the lesson's order: the notebooks call
+    it positionally. Other names are fine (`query` for `q`); the same names in another
+    order are reported, with the lesson's signature `shown`."""
+    try:
+        params = [
+            p.name
+            for p in inspect.signature(function).parameters.values()
+            if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) and p.name != "self"
+        ]
+    except (TypeError, ValueError):  # a builtin or a callable without a readable signature
+        return
+    if set(expected) <= set(params) and [p for p in params if p in expected] != list(expected):
+        raise Mistake(
+            f"your parameters come in the order ({', '.join(params)}); the lesson's signature "
+            f"is {shown}, and the notebooks pass the arguments in that order"
+        )
 
 
 def expect_tuple(result, names: tuple[str, ...]) -> tuple:
@@ -186,6 +304,16 @@ def matches(
     return bool(torch.allclose(a, b, atol=atol, rtol=rtol))
 
 
+def expect_dtype(got: torch.Tensor, want: torch.Tensor, what: str) -> None:
+    """The answer keeps the inputs' dtype: float64 in, float64 out."""
+    if got.dtype != want.dtype:
+        raise Mistake(
+            f"{what} is {str(got.dtype).removeprefix('torch.')}, but the inputs were "
+            f"{str(want.dtype).removeprefix('torch.')}: keep the inputs' dtype (make new "
+            "tensors with x.new_zeros(...) or dtype=x.dtype; no .float() or .double())"
+        )
+
+
 def expect_close(
     got: torch.Tensor,
     want: torch.Tensor,
@@ -193,18 +321,24 @@ def expect_close(
     wrong: dict[str, torch.Tensor] | None = None,
     atol: float = 1e-5,
     rtol: float = 1e-4,
+    explain: Callable[[torch.Tensor], str | None] | None = None,
 ) -> None:
-    """`got` must equal `want`; if not, name the mistake.
+    """`got` must equal `want`, in `want`'s dtype; if not, name the mistake.
 
     `wrong` maps a diagnosis to the answer that mistake would produce ("softmax over
     dim=-2" -> that tensor; NaN where that answer is undefined, see `matches`). When
-    `got` matches one of them, the diagnosis is the message; otherwise the message
-    says where and by how much `got` is off.
+    `got` matches one of them, the diagnosis is the message; else `explain(got)` may
+    name it (a mistake with a parameter, such as the divisor used); otherwise the
+    message says where and by how much `got` is off.
     """
     got = expect_shape(got, want.shape, what)
+    expect_dtype(got, want, what)
+    got = got.detach()
     if close(got, want, atol, rtol):
         return
     diagnosis = next((d for d, alt in (wrong or {}).items() if matches(got, alt, atol, rtol)), "")
+    if not diagnosis and explain is not None and torch.isfinite(got).all():
+        diagnosis = explain(got) or ""
     if not torch.isfinite(got).all():
         bad = int((~torch.isfinite(got)).sum())
         raise Mistake(
@@ -220,8 +354,179 @@ def expect_close(
     )
 
 
+# ---------------------------------------------------------- backward ----------
+
+
+def _tensors(result) -> list[torch.Tensor]:
+    """The output tensors of a forward: one tensor, or a tuple / list of them."""
+    items = list(result) if isinstance(result, tuple | list) else [result]
+    return [expect_tensor(item, "every output") for item in items]
+
+
+def _backward(run, inputs: Sequence[torch.Tensor], parameters: Sequence[torch.Tensor]):
+    """Run `run` on leaf copies of `inputs`, backpropagate a fixed random projection of
+    its outputs; returns (outputs, gradients of inputs + parameters, None where none).
+
+    The projection (one seeded standard-normal tensor per output) makes every output
+    entry count with its own weight, so a gradient that is wrong anywhere shows.
+    """
+    leaves = [t.detach().clone().requires_grad_() for t in inputs]
+    outputs = _tensors(run(*leaves))
+    gen = generator(99)
+    loss = 0
+    for out in outputs:
+        if not out.requires_grad:
+            return outputs, None
+        projection = torch.randn(out.shape, generator=gen, dtype=torch.float64).to(out.dtype)
+        loss = loss + (out * projection).sum()
+    wrt = [*leaves, *parameters]
+    try:
+        grads = torch.autograd.grad(loss, wrt, allow_unused=True)
+    except RuntimeError as error:
+        hint = _hint(error, None)
+        raise Mistake(
+            f"the backward pass through your code failed: {error}" + (f". {hint}" if hint else "")
+        ) from None
+    return outputs, list(grads)
+
+
+def expect_gradients(
+    run: Callable[..., object],
+    reference: Callable[..., object],
+    inputs: dict[str, torch.Tensor],
+    what: str,
+    parameters: dict[str, tuple[torch.Tensor, torch.Tensor]] | None = None,
+    wrong: dict[str, Callable[..., object]] | None = None,
+    nonfinite_hint: str = "",
+    atol: float = 1e-4,
+    rtol: float = 1e-3,
+) -> None:
+    """The gradients of the learner's code equal the reference's, and are finite.
+
+    `run(*inputs)` calls the learner's code (through `call`), `reference(*inputs)` the
+    course's, on the same inputs (the forward values were checked already). A fixed
+    random projection of the outputs is backpropagated through both; the gradients with
+    respect to every input and every parameter (`parameters` maps a name to the
+    learner's tensor and the reference's) must match. `wrong` maps a diagnosis to a
+    forward that makes that mistake (same values, other gradients: a state detached at
+    every step, say); when the learner's gradients match one, it is named.
+    """
+    names = list(inputs)
+    parameters = parameters or {}
+    names += list(parameters)
+    theirs = [p for p, _ in parameters.values()]
+    ours = [p for _, p in parameters.values()]
+    _, want = _backward(reference, list(inputs.values()), ours)
+    outputs, got = _backward(run, list(inputs.values()), theirs)
+    if got is None:
+        raise Mistake(
+            f"{what}: the result carries no gradient, so nothing before it could learn. "
+            "Something cut it from the computation graph: .detach(), a `with torch.no_grad():` "
+            "block, or a new tensor made from values (torch.tensor(...), .item(), .numpy())"
+        )
+    for name, g, w in zip(names, got, want, strict=True):
+        w = torch.zeros_like(w) if w is None else w
+        if g is not None and not torch.isfinite(g).all():
+            raise Mistake(
+                f"{what}: the gradient with respect to {name} holds NaN or inf, so one training "
+                "step would make the model NaN"
+                + (f". {nonfinite_hint}" if nonfinite_hint else "")
+            )
+        if g is None and bool(w.any()):
+            raise Mistake(
+                f"{what}: no gradient reaches {name}, so it could not learn: something between "
+                f"{name} and the result is cut from the graph (.detach(), torch.no_grad(), "
+                "values copied with torch.tensor(...) or .item())"
+            )
+    mismatched = [
+        name
+        for name, g, w in zip(names, got, want, strict=True)
+        if not close(
+            torch.zeros_like(w) if g is None else g.detach(),
+            torch.zeros_like(g) if w is None else w,
+            atol,
+            rtol,
+        )
+    ]
+    if not mismatched:
+        return
+    for diagnosis, mistaken in (wrong or {}).items():
+        _, alt = _backward(mistaken, list(inputs.values()), ours)
+        if alt is not None and all(
+            close(
+                torch.zeros_like(a) if g is None else g.detach(),
+                torch.zeros_like(g) if a is None else a,
+                atol,
+                rtol,
+            )
+            for g, a in zip(got, alt, strict=True)
+        ):
+            raise Mistake(f"{what}: {diagnosis}")
+    raise Mistake(
+        f"{what}: your values are right, but the gradient with respect to "
+        f"{', '.join(mismatched)} is not, so training would follow the wrong slope. Something "
+        "on the way is cut from the graph or rebuilt from values (.detach(), .data, "
+        "torch.tensor(...)), or a step is computed without autograd"
+    )
+
+
+# ---------------------------------------------------------- dropout ----------
+
+
+def expect_dropout(dropped: torch.Tensor, kept_all: torch.Tensor, p: float, what: str) -> None:
+    """`dropped` is `kept_all` after dropout at rate p: every entry either 0 or scaled by
+    1 / (1 - p), each decided on its own (not whole rows or columns), about p of them 0.
+
+    Entries where `kept_all` is 0 (masked) tell nothing and are left out.
+    """
+    dropped = dropped.detach()
+    informative = kept_all.abs() > 1e-6
+    zero = dropped.abs() <= 1e-7
+    scaled = torch.isclose(dropped.double(), kept_all.double() / (1 - p), atol=1e-6, rtol=1e-4)
+    if not (zero | scaled)[informative].all():
+        if torch.isclose(dropped.double(), kept_all.double(), atol=1e-6, rtol=1e-4)[
+            informative & ~zero
+        ].all():
+            raise Mistake(
+                f"{what}: the values that survive dropout are not rescaled: multiply them by "
+                f"1 / (1 - p) = {1 / (1 - p):.3g}, so their expected value stays the same "
+                "(F.dropout and nn.Dropout do it for you)"
+            )
+        raise Mistake(
+            f"{what}: with dropout p={p} each attention weight should be either 0 (dropped) "
+            "or weight / (1 - p) (kept). Apply dropout to the attention weights, after the "
+            "softmax, and to nothing else (not the queries, the scores or the output)"
+        )
+    zero = zero & informative
+    share = float(zero.sum()) / max(int(informative.sum()), 1)
+    if abs(share - p) > 0.07:
+        raise Mistake(
+            f"{what}: with dropout p={p} you dropped {share:.0%} of the weights; about "
+            f"{p:.0%} should go. Use the rate you are given, not a fixed number"
+        )
+    for axis, whole in ((-1, "whole rows (a query's every weight)"), (-2, "whole keys")):
+        decided = zero.transpose(axis, -1).flatten(0, -2)  # (rows, entries along `axis`)
+        uniform = decided.all(dim=-1) | (~decided).all(dim=-1)
+        if float(uniform.float().mean()) > 0.5:
+            raise Mistake(
+                f"{what}: dropout drops {whole} at once; drop each weight on its own, "
+                "with a random mask of the weights' full shape (F.dropout(weights, p))"
+            )
+
+
+def expect_fresh_randomness(first: torch.Tensor, second: torch.Tensor, what: str) -> None:
+    """Two calls on the same inputs drop different entries: no fixed seed inside."""
+    if torch.equal(first.detach() == 0, second.detach() == 0):
+        raise Mistake(
+            f"{what}: two calls dropped exactly the same entries. Dropout must draw a new "
+            "random mask on every call: don't seed inside your function (torch.manual_seed) "
+            "or keep one mask"
+        )
+
+
 def softmax_rows_ok(weights: torch.Tensor) -> bool:
     """Every row is a probability distribution over the last axis."""
+    weights = weights.detach().double()
     return bool((weights >= -1e-6).all()) and bool(
-        torch.allclose(weights.sum(-1), torch.ones(()), atol=1e-4)
+        torch.allclose(weights.sum(-1), torch.ones((), dtype=torch.float64), atol=1e-4)
     )
