@@ -325,7 +325,6 @@ MHA_RIGHT = [
     UnflattenPermute,
     KeepsAttnWithGrad,
     DropoutModule,
-    FusedWithWeightsToo,
 ]
 
 
@@ -510,6 +509,7 @@ class OutputShapeWrong(Good):
 
 
 MHA_WRONG = [
+    (FusedWithWeightsToo, "nothing is dropped at p=0.5"),
     (Stub, "⏳ MultiHeadAttention: not implemented yet"),
     (ForwardStub, "⏳ MultiHeadAttention: not implemented yet"),
     (NoWO, "skips w_o"),

@@ -171,7 +171,10 @@ def _hint(error: Exception, hints: Hints) -> str:
 
 
 def _own_code(candidate) -> set:
-    """The code objects of the candidate itself: the function, or the class's methods."""
+    """The code objects of the candidate itself: the function, or its class's methods."""
+    candidate = getattr(candidate, "__func__", candidate)  # a bound method: its function
+    if not (inspect.isclass(candidate) or inspect.isfunction(candidate)):
+        candidate = type(candidate)  # a module instance: its class
     if inspect.isclass(candidate):
         return {
             f.__code__
@@ -375,7 +378,9 @@ def _backward(run, inputs: Sequence[torch.Tensor], parameters: Sequence[torch.Te
     gen = generator(99)
     loss = 0
     for out in outputs:
-        if not out.requires_grad:
+        # no grad_fn: detached, or a view made under torch.no_grad() (which keeps
+        # requires_grad but is cut from the graph all the same)
+        if not out.requires_grad or (out.grad_fn is None and all(out is not t for t in leaves)):
             return outputs, None
         projection = torch.randn(out.shape, generator=gen, dtype=torch.float64).to(out.dtype)
         loss = loss + (out * projection).sum()
@@ -482,6 +487,11 @@ def expect_dropout(dropped: torch.Tensor, kept_all: torch.Tensor, p: float, what
     dropped = dropped.detach()
     informative = kept_all.abs() > 1e-6
     zero = dropped.abs() <= 1e-7
+    if not zero[informative].any():
+        raise Mistake(
+            f"{what}: nothing is dropped at p={p}. Dropout belongs on these attention weights, "
+            "after the softmax, and the dropped weights are the ones that multiply v"
+        )
     scaled = torch.isclose(dropped.double(), kept_all.double() / (1 - p), atol=1e-6, rtol=1e-4)
     if not (zero | scaled)[informative].all():
         if torch.isclose(dropped.double(), kept_all.double(), atol=1e-6, rtol=1e-4)[

@@ -4,6 +4,10 @@ Every input has B, h, T and d_k all different, so an axis in the wrong place sho
 as a wrong shape, and distinct values everywhere, so a right shape with the numbers in
 the wrong places is caught and named.
 
+Every case is judged backward too (gradients with respect to the inputs and, for the
+module, every projection's weight and bias); one case per checker has a batch of one in
+float64 with non-contiguous inputs.
+
 About `.attn`: the output is checked first, on every case. A module built on torch's
 fused F.scaled_dot_product_attention computes the right output but has no weights to
 keep; it fails only on the last step, with a message saying the output is right and
@@ -23,14 +27,31 @@ from course.check._framework import (
     close,
     exercise,
     expect_close,
+    expect_dropout,
+    expect_fresh_randomness,
+    expect_gradients,
     expect_shape,
+    expect_signature,
     expect_tensor,
     generator,
+    noncontiguous,
     randn,
 )
 
-# (B, T, d_model, n_heads): d_k differs from B, T and h in each; n_heads varies.
-_SPLIT_CASES = [(2, 5, 12, 3), (3, 2, 8, 2), (2, 4, 30, 5), (1, 3, 7, 1)]
+# (B, T, d_model, n_heads): d_k differs from B, T and h in each; n_heads varies. The last
+# is the robust case: a batch of one, float64, non-contiguous.
+_SPLIT_CASES = [(2, 5, 12, 3), (3, 2, 8, 2), (2, 4, 30, 5), (1, 3, 7, 1), (1, 4, 6, 2)]
+_ROBUST = len(_SPLIT_CASES) - 1
+
+
+def _robust(t: torch.Tensor, i: int) -> torch.Tensor:
+    """Case i's input as it is, or, for the robust case, in float64 and non-contiguous."""
+    return noncontiguous(t.double()) if i == _ROBUST else t
+
+
+def _case_name(t: torch.Tensor) -> str:
+    extra = "" if t.dtype == torch.float32 else ", float64"
+    return f"x of shape {tuple(t.shape)}{extra}" + ("" if t.is_contiguous() else ", non-contiguous")
 
 _VIEW_HINT = {
     "view size is not compatible": "After a transpose the tensor is no longer contiguous in "
@@ -62,6 +83,8 @@ def _split_mistakes(x: torch.Tensor, n_heads: int) -> dict[str, torch.Tensor]:
         "the heads are interleaved: you cut d_model as (d_k, h), so head j gets features "
         "j, j+h, j+2h, ... Head j must hold the contiguous block j*d_k:(j+1)*d_k: "
         ".view(B, T, h, d_k)": interleaved,
+        "the heads come out in reverse order: head 0 must hold the first d_k features, "
+        "x[..., :d_k]; don't flip the head axis": reference.split_heads(x, n_heads).flip(1),
     }
 
 
@@ -86,20 +109,30 @@ def _split_shape_hint(got: torch.Tensor, x: torch.Tensor, n_heads: int) -> str:
 
 @exercise("split_heads")
 def split_heads(candidate) -> str:
+    expect_signature(candidate, ("x", "n_heads"), "split_heads(x, n_heads)")
     gen = generator(4)
     for i, (B, T, d_model, n_heads) in enumerate(_SPLIT_CASES):
         if i == 0:  # distinct, readable numbers: any misplaced one is visible
             x = torch.arange(B * T * d_model, dtype=torch.float).view(B, T, d_model)
         else:
-            x = randn(gen, B, T, d_model)
+            x = _robust(randn(gen, B, T, d_model), i)
         want = reference.split_heads(x, n_heads)
         got = call(candidate, x, n_heads, names=("x", "n_heads"), hints=_SPLIT_HINTS)
         expect_tensor(got, "the result")
-        inputs = f"(x of shape {tuple(x.shape)}, n_heads={n_heads})"
+        inputs = f"({_case_name(x)}, n_heads={n_heads})"
         expect_shape(got, want.shape, f"the result {inputs}", _split_shape_hint(got, x, n_heads))
         wrong = _split_mistakes(x, n_heads) if n_heads > 1 else {}
         expect_close(got, want, f"the result {inputs}", wrong=wrong, atol=0, rtol=0)
-    return f"{len(_SPLIT_CASES)} inputs, 1 to 5 heads, every number in its head"
+        expect_gradients(
+            lambda x, n_heads=n_heads: call(candidate, x, n_heads, names=("x", "n_heads")),
+            lambda x, n_heads=n_heads: reference.split_heads(x, n_heads),
+            {"x": x},
+            f"the result {inputs}",
+        )
+    return (
+        f"{len(_SPLIT_CASES)} inputs, 1 to 5 heads, float64 and non-contiguous too; every "
+        "number in its head, gradients included"
+    )
 
 
 # ------------------------------------------------------------ merge_heads ----------
@@ -116,6 +149,8 @@ def _merge_mistakes(heads: torch.Tensor) -> dict[str, torch.Tensor]:
         ".transpose(1, 2).reshape(B, T, h * d_k)": heads.permute(0, 2, 3, 1).reshape(B, T, h * d_k),
         "you transposed the wrong axes: the heads (dim 1) and time (dim 2) must swap, "
         ".transpose(1, 2), before the reshape": heads.transpose(2, 3).reshape(B, T, h * d_k),
+        "the heads are concatenated in reverse order: head 0's features come first, "
+        "then head 1's, ...; don't flip the head axis": reference.merge_heads(heads.flip(1)),
     }
 
 
@@ -130,6 +165,7 @@ def _merge_shape_hint(got: torch.Tensor, heads: torch.Tensor) -> str:
 
 @exercise("merge_heads")
 def merge_heads(candidate) -> str:
+    expect_signature(candidate, ("x",), "merge_heads(x)")
     gen = generator(5)
     for i, (B, T, d_model, n_heads) in enumerate(_SPLIT_CASES):
         d_k = d_model // n_heads
@@ -137,19 +173,25 @@ def merge_heads(candidate) -> str:
             heads = torch.arange(B * n_heads * T * d_k, dtype=torch.float)
             heads = heads.view(B, n_heads, T, d_k)
         else:
-            heads = randn(gen, B, n_heads, T, d_k)
+            heads = _robust(randn(gen, B, n_heads, T, d_k), i)
         want = reference.merge_heads(heads)
         got = call(candidate, heads, names=("x",), hints=_VIEW_HINT)
         expect_tensor(got, "the result")
-        what = f"the result (x of shape {tuple(heads.shape)})"
+        what = f"the result ({_case_name(heads)})"
         expect_shape(got, want.shape, what, _merge_shape_hint(got, heads))
         wrong = _merge_mistakes(heads) if n_heads > 1 else {}
         expect_close(got, want, what, wrong=wrong, atol=0, rtol=0)
+        expect_gradients(
+            lambda x: call(candidate, x, names=("x",)), reference.merge_heads, {"x": heads}, what
+        )
         if i == 0:
             x = torch.arange(B * T * d_model, dtype=torch.float).view(B, T, d_model)
             round_trip = call(candidate, reference.split_heads(x, n_heads), names=("x",))
             expect_close(round_trip, x, "merge_heads(split_heads(x))", atol=0, rtol=0)
-    return f"{len(_SPLIT_CASES)} inputs, 1 to 5 heads; merge_heads(split_heads(x)) == x"
+    return (
+        f"{len(_SPLIT_CASES)} inputs, 1 to 5 heads, float64 and non-contiguous too, gradients "
+        "included; merge_heads(split_heads(x)) == x"
+    )
 
 
 # ------------------------------------------------------- MultiHeadAttention ----------
@@ -164,6 +206,8 @@ _SOURCES_HINT = (
 _INIT_HINTS = {
     "unexpected keyword argument 'dropout'": "The constructor's signature is "
     "__init__(self, d_model, n_heads, dropout=0.0, bias=True)",
+    "positional argument": "The constructor's signature is "
+    "__init__(self, d_model, n_heads, dropout=0.0, bias=True), in that order",
 }
 
 _CALL_HINTS = {
@@ -180,8 +224,10 @@ _CALL_HINTS = {
 }
 
 
-def _instantiate(candidate, d_model: int, n_heads: int) -> nn.Module:
-    module = call(candidate, d_model, n_heads, names=("d_model", "n_heads"))
+def _instantiate(candidate, d_model: int, n_heads: int, *rest) -> nn.Module:
+    """candidate(d_model, n_heads, *rest), positionally as the lesson's signature states."""
+    names = ("d_model", "n_heads", "dropout", "bias")
+    module = call(candidate, d_model, n_heads, *rest, names=names, hints=_INIT_HINTS)
     if not isinstance(module, nn.Module):
         raise Mistake(
             f"MultiHeadAttention({d_model}, {n_heads}) gave a {type(module).__name__}, not an "
@@ -192,8 +238,10 @@ def _instantiate(candidate, d_model: int, n_heads: int) -> nn.Module:
 
 
 def _copy_weights(module: nn.Module, ref: reference.MultiHeadAttention) -> None:
-    """Put the reference's weights into the learner's w_q, w_k, w_v, w_o."""
+    """Put the reference's weights into the learner's w_q, w_k, w_v, w_o (a reference
+    built with bias=False has none to copy, and the learner's must have none either)."""
     d = ref.d_model
+    with_bias = ref.w_q.bias is not None
     for name in _PROJECTIONS:
         theirs = getattr(module, name, None)
         if theirs is None:
@@ -215,14 +263,32 @@ def _copy_weights(module: nn.Module, ref: reference.MultiHeadAttention) -> None:
                 f"({d}, {d}): all four projections are nn.Linear(d_model, d_model); the heads "
                 "are cut out of their output by split_heads"
             )
-        if not isinstance(bias, torch.Tensor) or tuple(bias.shape) != (d,):
+        if not with_bias:
+            if bias is not None:
+                raise Mistake(
+                    f"with bias=False, self.{name} still has a bias: pass the argument on, "
+                    "nn.Linear(d_model, d_model, bias=bias)"
+                )
+        elif not isinstance(bias, torch.Tensor) or tuple(bias.shape) != (d,):
             raise Mistake(
                 f"self.{name} has no bias of shape ({d},): by default (bias=True) each "
                 "projection is nn.Linear(d_model, d_model, bias=bias) with a bias"
             )
         with torch.no_grad():
             weight.copy_(getattr(ref, name).weight)
-            bias.copy_(getattr(ref, name).bias)
+            if with_bias:
+                bias.copy_(getattr(ref, name).bias)
+
+
+def _parameters(module: nn.Module, ref: reference.MultiHeadAttention) -> dict:
+    """'w_q.weight' -> (the learner's tensor, the reference's), for every projection."""
+    pairs = {}
+    for name in _PROJECTIONS:
+        for kind in ("weight", "bias"):
+            theirs, ours = getattr(getattr(module, name), kind), getattr(getattr(ref, name), kind)
+            if ours is not None:
+                pairs[f"{name}.{kind}"] = (theirs, ours)
+    return pairs
 
 
 def _variant(
@@ -238,21 +304,27 @@ def _variant(
     split=reference.split_heads,
     merge=reference.merge_heads,
     mask_mode="as is",
+    projections=("w_q", "w_k", "w_v"),
+    softmax_dim=-1,
 ):
     """The reference's forward with one usual mistake switched on, computed from its weights.
 
     scale: what the scores are divided by ("d_k": sqrt(d_k), right; "d_model"; "none");
-    heads=False: one full-width head; mask_mode: "as is", "ignored" or "inverted".
+    heads=False: one full-width head; mask_mode: "as is", "ignored" or "inverted";
+    projections: which of ref's layers make q, k and v; softmax_dim: the softmax's axis.
     """
     h = ref.n_heads if heads else 1
-    q = split(ref.w_q(query), h)  # (B, h, T_q, d_k)
-    k = split(ref.w_k(key), h)  # (B, h, T_k, d_k)
-    v = split(ref.w_v(value), h)  # (B, h, T_k, d_k)
+    w_for_q, w_for_k, w_for_v = (getattr(ref, name) for name in projections)
+    q = split(w_for_q(query), h)  # (B, h, T_q, d_k)
+    k = split(w_for_k(key), h)  # (B, h, T_k, d_k)
+    v = split(w_for_v(value), h)  # (B, h, T_k, d_k)
     divisor = {"d_k": math.sqrt(ref.d_k), "d_model": math.sqrt(ref.d_model), "none": 1.0}[scale]
-    q = q * math.sqrt(q.shape[-1]) / divisor  # the attention below divides by sqrt(q's width)
     if mask is not None and mask_mode != "as is":
         mask = None if mask_mode == "ignored" else ~mask
-    out, _ = scaled_dot_product_attention(q, k, v, mask)  # (B, h, T_q, d_k)
+    scores = q @ k.transpose(-2, -1) / divisor  # (B, h, T_q, T_k)
+    if mask is not None:
+        scores = scores.masked_fill(~mask, float("-inf"))
+    out = scores.softmax(dim=softmax_dim) @ v  # (B, h, T_q, d_k)
     out = merge(out)  # (B, T_q, d_model)
     return ref.w_o(out) if w_o else out
 
@@ -293,6 +365,21 @@ def _mha_mistakes(ref, query, key, value, mask) -> dict[str, torch.Tensor]:
         "the keys come from value: project key with w_k, k = w_k(key)": _variant(
             ref, query, value, value, mask
         ),
+        "the values are projected with w_k: v = self.w_v(value)": _variant(
+            *args, projections=("w_q", "w_k", "w_k")
+        ),
+        "the values are projected with w_q: v = self.w_v(value)": _variant(
+            *args, projections=("w_q", "w_k", "w_q")
+        ),
+        "the keys are projected with w_q: k = self.w_k(key)": _variant(
+            *args, projections=("w_q", "w_q", "w_v")
+        ),
+        "the softmax runs over the heads (dim=1): each query's weights must sum to 1 over the "
+        "keys, the last axis: softmax(dim=-1)": _variant(*args, softmax_dim=1),
+        "the heads are concatenated in reverse order: after the attention, head 0's answer "
+        "comes first, then head 1's, ... (merge without flipping the head axis)": _variant(
+            *args, merge=lambda x: reference.merge_heads(x.flip(1))
+        ),
     }
     if mask is not None:
         wrong = {
@@ -307,7 +394,8 @@ def _mha_mistakes(ref, query, key, value, mask) -> dict[str, torch.Tensor]:
 
 
 def _cases(gen, d_model: int):
-    """(name, query, key, value, mask): self, cross (T_q != T_k, key != value), masks."""
+    """(name, query, key, value, mask): self, cross (T_q != T_k, key != value), masks, and
+    a batch of one in float64 with non-contiguous inputs."""
     B, T, T_q, T_k = 2, 5, 4, 6
     x = randn(gen, B, T, d_model)
     query, key = randn(gen, B, T_q, d_model), randn(gen, B, T_k, d_model)
@@ -323,16 +411,17 @@ def _cases(gen, d_model: int):
         ("cross-attention with a padding mask (B, 1, 1, T_k)", query, key, value, padding),
         ("self-attention with a causal mask (T, T)", x, x, x, causal),
         ("self-attention with causal & padding masks (B, 1, T, T)", x, x, x, self_padding & causal),
-    ]
+        ("cross-attention, a batch of one, float64, non-contiguous",
+         *(noncontiguous(t[:1].double()) for t in (query, key, value)), padding[1:]),
+    ]  # fmt: skip
 
 
-def _run(module, query, key, value, mask, what: str) -> torch.Tensor:
-    args = (query, key, value)
-    names = ("query", "key", "value")
-    if mask is None:
-        out = call(module, *args, names=names, hints=_CALL_HINTS)
-    else:
-        out = call(module, *args, names=names, hints=_CALL_HINTS, mask=mask)
+def _run(module, query, key, value, mask, what: str, by_keyword=False) -> torch.Tensor:
+    """module(query, key, value[, mask]): positionally, or with mask=mask by keyword."""
+    args = (query, key, value) if mask is None or by_keyword else (query, key, value, mask)
+    names = ("query", "key", "value", "mask")
+    kwargs = {"mask": mask} if mask is not None and by_keyword else {}
+    out = call(module, *args, names=names, hints=_CALL_HINTS, **kwargs)
     if isinstance(out, tuple | list):
         raise Mistake(
             f"forward returned a {type(out).__name__} of {len(out)} things on {what}: "
@@ -389,30 +478,43 @@ def MultiHeadAttention(candidate) -> str:
         return _check_module(candidate)
 
 
+def _reference(gen, d_model: int, n_heads: int, bias: bool = True):
+    """The course's module with weights from the private stream (biases non-zero)."""
+    ref = reference.MultiHeadAttention(d_model, n_heads, bias=bias).eval()
+    with torch.no_grad():
+        for p in ref.parameters():
+            p.copy_(randn(gen, *p.shape) * 0.4)
+    return ref
+
+
 def _check_module(candidate) -> str:
     if isinstance(candidate, nn.Module):
         raise Mistake(
             "pass the class itself, not an instance: check.MultiHeadAttention(MultiHeadAttention)"
             " (the checker builds its own modules)"
         )
+    if isinstance(candidate, type) and issubclass(candidate, nn.Module):
+        expect_signature(candidate.__init__, ("d_model", "n_heads", "dropout", "bias"),
+                         "MultiHeadAttention(d_model, n_heads, dropout=0.0, bias=True)")  # fmt: skip
+        expect_signature(candidate.forward, ("query", "key", "value", "mask"),
+                         "forward(query, key, value, mask=None)")  # fmt: skip
     gen = generator(6)
     n_cases, kept_weights = 0, []
     for d_model, n_heads in [(12, 3), (16, 4), (8, 1)]:
-        ref = reference.MultiHeadAttention(d_model, n_heads).eval()
-        with torch.no_grad():  # weights from the private stream, biases non-zero
-            for p in ref.parameters():
-                p.copy_(randn(gen, *p.shape) * 0.4)
+        ref = _reference(gen, d_model, n_heads)
         module = _instantiate(candidate, d_model, n_heads)
         _copy_weights(module, ref)
         module.eval()
         cases = _cases(gen, d_model)
         if n_cases:  # every targeted case once, then a cross- and a masked case per size
-            cases = [cases[1], cases[-1]]
+            cases = [cases[1], cases[-2]]
         for what, query, key, value, mask in cases:
             what = f"{what}, d_model={d_model}, n_heads={n_heads}"
+            if query.dtype == torch.float64:
+                module.double(), ref.double()
             with torch.no_grad():
-                want = ref(query, key, value, mask=mask)
-                got = _run(module, query, key, value, mask, what)
+                want = ref(query, key, value, mask)
+                got = _run(module, query, key, value, mask, what, by_keyword=n_cases == 2)
                 expect_shape(
                     got,
                     want.shape,
@@ -421,44 +523,87 @@ def _check_module(candidate) -> str:
                 )
                 wrong = _mha_mistakes(ref, query, key, value, mask) if n_heads > 1 else {}
                 expect_close(got, want, f"the output on {what}", wrong=wrong)
+            if query is key is value:  # self-attention: one input, used three times
+                run = lambda x, m=mask, w=what: _run(module, x, x, x, m, w)  # noqa: E731
+                run_ref = lambda x, m=mask: ref(x, x, x, m)  # noqa: E731
+                inputs = {"x": query}
+            else:
+                run = lambda q, k, v, m=mask, w=what: _run(module, q, k, v, m, w)  # noqa: E731
+                run_ref = lambda q, k, v, m=mask: ref(q, k, v, m)  # noqa: E731
+                inputs = {"query": query, "key": key, "value": value}
+            expect_gradients(run, run_ref, inputs, f"the output on {what}",
+                             parameters=_parameters(module, ref))  # fmt: skip
             n_cases += 1
+        module.float(), ref.float()
         with torch.no_grad():  # .attn holds the last call's weights
-            wrong = _attn_mistakes(ref, query, key, mask)
+            _run(module, query.float(), key.float(), value.float(), mask, what)
+            ref(query.float(), key.float(), value.float(), mask)
+            wrong = _attn_mistakes(ref, query.float(), key.float(), mask)
         kept_weights.append((module, ref.attn, what, wrong))
     for module, want, what, wrong in kept_weights:  # the output is right everywhere: now .attn
         _check_attn(module, want, what, wrong)
+    _check_bias(candidate, gen)
     _check_dropout(candidate, gen)
     return (
-        f"{n_cases} cases: self- and cross-attention, padding and causal masks, 1 to 4 heads; "
-        "dropout only while training"
+        f"{n_cases} cases: self- and cross-attention, padding and causal masks, 1 to 4 heads, "
+        "float64 and a batch of one; values and gradients; bias=False; dropout on the "
+        "attention weights, only while training"
     )
+
+
+def _check_bias(candidate, gen) -> None:
+    """MultiHeadAttention(d_model, n_heads, 0.0, False): no bias anywhere, same result."""
+    ref = _reference(gen, 12, 3, bias=False)
+    module = _instantiate(candidate, 12, 3, 0.0, False)
+    _copy_weights(module, ref)
+    module.eval()
+    x = randn(gen, 2, 5, 12)
+    what = "self-attention with bias=False"
+    with torch.no_grad():
+        expect_close(_run(module, x, x, x, None, what), ref(x, x, x), f"the output on {what}")
 
 
 def _check_dropout(candidate, gen) -> None:
-    """dropout=0.5: no effect in eval mode, some effect in training mode."""
+    """dropout=p: no effect in eval mode; in training mode, .attn holds the weights with
+    about p of them dropped, each on its own, the rest scaled by 1 / (1 - p), new on every
+    call, and the output is what those weights give."""
     d_model, n_heads = 12, 3
-    ref = reference.MultiHeadAttention(d_model, n_heads).eval()
-    module = call(
-        candidate, d_model, n_heads, names=("d_model", "n_heads"), hints=_INIT_HINTS, dropout=0.5
-    )
-    _copy_weights(module, ref)
-    x = randn(gen, 2, 5, d_model)
-    with torch.no_grad():
-        want = ref(x, x, x)
-        module.eval()
-        torch.manual_seed(0)  # the checker runs inside fork_rng: the notebook's state is safe
-        evaluated = _run(module, x, x, x, None, "self-attention with dropout=0.5 in eval mode")
-        expect_shape(evaluated, want.shape, "the output with dropout=0.5 in eval mode")
-        if not close(evaluated, want):
-            raise Mistake(
-                "with dropout=0.5 the output changes in eval mode: drop attention weights only "
-                "while training, dropout_p = self.dropout if self.training else 0.0 "
-                "(an nn.Dropout module does this by itself)"
-            )
-        module.train()
-        trained = _run(module, x, x, x, None, "self-attention with dropout=0.5 in train mode")
-    if close(trained, want):
-        raise Mistake(
-            "with dropout=0.5 in training mode nothing was dropped: drop attention weights "
-            "while training, dropout_p = self.dropout if self.training else 0.0"
-        )
+    x = randn(gen, 4, 16, d_model)  # 4 x 3 heads x 16 x 16 = 3072 weights: rates measurable
+    for p in (0.5, 0.2):
+        ref = _reference(gen, d_model, n_heads)
+        module = _instantiate(candidate, d_model, n_heads, p)
+        _copy_weights(module, ref)
+        with torch.no_grad():
+            want = ref(x, x, x)
+            kept_all = ref.attn  # (B, h, T, T), no dropout: ref is in eval mode
+            module.eval()
+            torch.manual_seed(0)  # the checker runs inside fork_rng: the notebook's state is safe
+            evaluated = _run(module, x, x, x, None, f"self-attention with dropout={p}, eval mode")
+            expect_shape(evaluated, want.shape, f"the output with dropout={p} in eval mode")
+            if not close(evaluated, want):
+                raise Mistake(
+                    f"with dropout={p} the output changes in eval mode: drop attention weights "
+                    "only while training, dropout_p = self.dropout if self.training else 0.0 "
+                    "(an nn.Dropout module does this by itself)"
+                )
+            module.train()
+            what = f"self-attention with dropout={p} in training mode"
+            trained = _run(module, x, x, x, None, what)
+            if close(trained, want):
+                raise Mistake(
+                    f"with dropout={p} in training mode nothing was dropped: drop attention "
+                    "weights while training, dropout_p = self.dropout if self.training else 0.0"
+                )
+            attn = getattr(module, "attn", None)
+            expect_shape(attn, kept_all.shape, f"self.attn after {what}")
+            expect_dropout(attn, kept_all, p, f"self.attn after {what}")
+            v = reference.split_heads(ref.w_v(x), n_heads)  # (B, h, T, d_k)
+            expect_close(trained, ref.w_o(reference.merge_heads(attn @ v)),
+                         f"the output on {what}", wrong={
+                "the output does not come from the dropped weights in self.attn: drop the "
+                "attention weights, then multiply those by v (keep the same weights in "
+                "self.attn)": want,
+            })  # fmt: skip
+            first = attn.clone()
+            _run(module, x, x, x, None, what)
+            expect_fresh_randomness(first, module.attn, f"self.attn after {what}")
