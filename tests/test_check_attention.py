@@ -108,8 +108,59 @@ def weights_sliced(q, k, v):
     return output, weights[..., :-1]
 
 
+def temperature_two(q, k, v):
+    weights = (q @ k.transpose(-2, -1) / 2).softmax(dim=-1)  # a fixed temperature
+    return weights @ v, weights
+
+
+def weights_times_v_transposed(q, k, v):
+    weights = (q @ k.transpose(-2, -1)).softmax(dim=-1)
+    return weights @ v.transpose(-2, -1), weights  # the bad product is not q @ k
+
+
+def v_times_weights(q, k, v):
+    weights = (q @ k.transpose(-2, -1)).softmax(dim=-1)
+    return v @ weights, weights
+
+
+def computed_in_float64(q, k, v):
+    weights = (q.double() @ k.double().transpose(-2, -1)).softmax(dim=-1)
+    return weights @ v.double(), weights  # float64 whatever came in
+
+
+def forced_to_float32(q, k, v):
+    output, weights = by_matmul(q, k, v)
+    return output.float(), weights.float()
+
+
+def flattened_with_view(q, k, v):
+    """bmm over the batch axes flattened with .view: breaks on non-contiguous inputs."""
+    *batch, T_q, d_k = q.shape
+    q3, k3, v3 = (t.view(-1, t.shape[-2], t.shape[-1]) for t in (q, k, v))
+    weights = torch.bmm(q3, k3.transpose(1, 2)).softmax(dim=-1)
+    output = torch.bmm(weights, v3)
+    return output.view(*batch, T_q, -1), weights.view(*batch, T_q, -1)
+
+
+def weights_detached(q, k, v):
+    weights = (q @ k.transpose(-2, -1)).softmax(dim=-1).detach()
+    return weights @ v, weights
+
+
+def arguments_in_another_order(k, q, v):
+    return by_matmul(q, k, v)
+
+
 WRONG = [
     (stub, "⏳ dot_product_attention: not implemented yet"),
+    (temperature_two, "the scores are divided by 2 before the softmax"),
+    (weights_times_v_transposed, "The output is weights (..., T_q, T_k) @ v"),
+    (v_times_weights, "The output is weights (..., T_q, T_k) @ v"),
+    (computed_in_float64, "is float64, but the inputs were float32"),
+    (forced_to_float32, "is float32, but the inputs were float64"),
+    (flattened_with_view, "use .reshape(...) instead of .view(...)"),
+    (weights_detached, "carries no gradient"),
+    (arguments_in_another_order, "the lesson's signature is dot_product_attention(q, k, v)"),
     (softmax_over_queries, "softmax runs over the queries (dim=-2)"),
     (no_softmax, "raw scores"),
     (scaled, "divided by sqrt(d_k)"),

@@ -93,7 +93,34 @@ def split_returns_tuple(x, n_heads):
     return split_view_transpose(x, n_heads), n_heads
 
 
+def split_heads_reversed(x, n_heads):
+    return split_view_transpose(x, n_heads).flip(1)
+
+
+def split_detached(x, n_heads):
+    return split_view_transpose(x, n_heads).detach()
+
+
+def split_flattening_with_view(x, n_heads):
+    B, T, d_model = x.shape
+    rows = x.view(B * T, d_model)  # merging B and T needs contiguous memory
+    return rows.view(B, T, n_heads, -1).transpose(1, 2)
+
+
+def split_in_float32(x, n_heads):
+    return split_view_transpose(x, n_heads).float()
+
+
+def split_arguments_swapped(n_heads, x):
+    return split_view_transpose(x, n_heads)
+
+
 SPLIT_WRONG = [
+    (split_heads_reversed, "the heads come out in reverse order"),
+    (split_detached, "carries no gradient"),
+    (split_flattening_with_view, "use .reshape(...) instead of .view(...)"),
+    (split_in_float32, "is float32, but the inputs were float64"),
+    (split_arguments_swapped, "the lesson's signature is split_heads(x, n_heads)"),
     (split_stub, "⏳ split_heads: not implemented yet"),
     (split_no_transpose, "reshaped (B, T, d_model) straight to (B, h, T, d_k)"),
     (split_left_in_place, "left the heads after time: .transpose(1, 2)"),
@@ -185,7 +212,19 @@ def merge_time_flattened(x):
     return x.flatten(2)
 
 
+def merge_heads_reversed(x):
+    return merge_transpose_reshape(x.flip(1))
+
+
+def merge_through_numpy(x):
+    B, h, T, d_k = x.shape
+    merged = x.detach().numpy().transpose(0, 2, 1, 3).reshape(B, T, h * d_k)
+    return torch.from_numpy(merged)
+
+
 MERGE_WRONG = [
+    (merge_heads_reversed, "the heads are concatenated in reverse order"),
+    (merge_through_numpy, "carries no gradient"),
     (merge_stub, "⏳ merge_heads: not implemented yet"),
     (merge_reshape_only, "without moving the heads back"),
     (merge_interleaved, "features are interleaved"),
@@ -508,7 +547,110 @@ class OutputShapeWrong(Good):
         return heads  # (B, h, T_q, d_k)
 
 
+def split_heads(x, n_heads):  # the notebook's split_heads, still a stub
+    # YOUR CODE HERE
+    raise NotImplementedError
+
+
+class CallsUnfinishedSplitHeads(Good):
+    def split(self, x):
+        return split_heads(x, self.h)
+
+
+class BiasAlwaysOn(Good):
+    def __init__(self, d_model, n_heads, dropout=0.0, bias=True):
+        super().__init__(d_model, n_heads, dropout, bias=True)
+
+
+class DropoutConstant(DropoutModule):
+    def __init__(self, d_model, n_heads, dropout=0.0, bias=True):
+        super().__init__(d_model, n_heads, dropout, bias)
+        self.drop = nn.Dropout(0.1)  # the argument is ignored
+
+
+class DropoutOnTheOutput(Good):
+    def __init__(self, d_model, n_heads, dropout=0.0, bias=True):
+        super().__init__(d_model, n_heads, dropout, bias)
+        self.drop = nn.Dropout(dropout)
+
+    def attend(self, q, k, v, mask):
+        out, weights = scaled_dot_product_attention(q, k, v, mask)
+        return self.drop(out), weights
+
+
+class DropoutWholeHeads(Good):
+    def attend(self, q, k, v, mask):
+        out, weights = scaled_dot_product_attention(q, k, v, mask)
+        if self.training and self.dropout:
+            keep = torch.rand(*weights.shape[:2], 1, 1) >= self.dropout  # one draw per head
+            weights = weights * keep / (1 - self.dropout)
+        return weights @ v, weights
+
+
+class AttnBeforeDropout(Good):
+    def attend(self, q, k, v, mask):
+        _, weights = scaled_dot_product_attention(q, k, v, mask)
+        dropped = F.dropout(weights, self.dropout, self.training)
+        return dropped @ v, weights  # keeps the weights before dropout
+
+
+class ValuesProjectedWithWK(Good):
+    def forward(self, query, key, value, mask=None):
+        q, k = self.split(self.w_q(query)), self.split(self.w_k(key))
+        v = self.split(self.w_k(value))
+        heads, self.attn = self.attend(q, k, v, mask)
+        return self.w_o(self.merge(heads))
+
+
+class SoftmaxOverHeads(InlineAttention):
+    def attend(self, q, k, v, mask):
+        scores = q @ k.transpose(-2, -1) / math.sqrt(self.d_k)
+        if mask is not None:
+            scores = scores.masked_fill(~mask, float("-inf"))
+        weights = scores.softmax(dim=1)
+        return weights @ v, weights
+
+
+class HeadsMergedInReverse(Good):
+    def merge(self, x):
+        return merge_transpose_reshape(x.flip(1))
+
+
+class ForwardArgumentsInAnotherOrder(Good):
+    def forward(self, query, value, key, mask=None):
+        return super().forward(query, key, value, mask)
+
+
+class InitArgumentsInAnotherOrder(Good):
+    def __init__(self, d_model, n_heads, bias=True, dropout=0.0):
+        super().__init__(d_model, n_heads, dropout, bias)
+
+
+class ForwardUnderNoGrad(Good):
+    def forward(self, query, key, value, mask=None):
+        with torch.no_grad():
+            return super().forward(query, key, value, mask)
+
+
+class ForcedToFloat32(Good):
+    def forward(self, query, key, value, mask=None):
+        return super().forward(query, key, value, mask).float()
+
+
 MHA_WRONG = [
+    (CallsUnfinishedSplitHeads, "your code calls split_heads, which is not implemented yet"),
+    (BiasAlwaysOn, "with bias=False, self.w_q still has a bias"),
+    (DropoutConstant, "which is dropout at p=0.1, but p=0.5 was asked"),
+    (DropoutOnTheOutput, "nothing is dropped at p=0.5"),
+    (DropoutWholeHeads, "dropout drops whole rows"),
+    (AttnBeforeDropout, "nothing is dropped at p=0.5"),
+    (ValuesProjectedWithWK, "the values are projected with w_k"),
+    (SoftmaxOverHeads, "the softmax runs over the heads (dim=1)"),
+    (HeadsMergedInReverse, "the heads are concatenated in reverse order"),
+    (ForwardArgumentsInAnotherOrder, "forward(query, key, value, mask=None)"),
+    (InitArgumentsInAnotherOrder, "MultiHeadAttention(d_model, n_heads, dropout=0.0, bias=True)"),
+    (ForwardUnderNoGrad, "carries no gradient"),
+    (ForcedToFloat32, "is float32, but the inputs were float64"),
     (FusedWithWeightsToo, "nothing is dropped at p=0.5"),
     (Stub, "⏳ MultiHeadAttention: not implemented yet"),
     (ForwardStub, "⏳ MultiHeadAttention: not implemented yet"),

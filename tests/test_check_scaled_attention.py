@@ -231,8 +231,105 @@ def output_before_dropout(q, k, v, mask=None, dropout_p=0.0):
     return output, F.dropout(weights, dropout_p)
 
 
+def temperature_two(q, k, v, mask=None, dropout_p=0.0):
+    return _attend(q, k, v, mask, scale=lambda s: s / 2, dropout_p=dropout_p)
+
+
+def naive_softmax(q, k, v, mask=None, dropout_p=0.0):
+    scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
+    if mask is not None:
+        scores = scores.masked_fill(~mask, float("-inf"))
+    e = scores.exp()  # overflows to inf once a score passes ~88.7
+    weights = (e / e.sum(-1, keepdim=True)).nan_to_num(0.0)
+    weights = F.dropout(weights, dropout_p)
+    return weights @ v, weights
+
+
+def minus_1e9_uniform_rows(q, k, v, mask=None, dropout_p=0.0):
+    return _attend(q, k, v, mask, fill=-1e9, dropout_p=dropout_p)
+
+
+def additive_mask_nan_patched(q, k, v, mask=None, dropout_p=0.0):
+    scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
+    if mask is not None:  # an additive mask: -inf + score, then NaN patched in the forward
+        scores = scores + torch.where(mask, 0.0, float("-inf"))
+    weights = torch.nan_to_num(scores.softmax(dim=-1), nan=0.0)
+    weights = F.dropout(weights, dropout_p)
+    return weights @ v, weights
+
+
+def if_mask(q, k, v, mask=None, dropout_p=0.0):
+    scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
+    if mask:
+        scores = scores.masked_fill(~mask, float("-inf"))
+    weights = F.dropout(scores.softmax(-1), dropout_p)
+    return weights @ v, weights
+
+
+def arguments_in_another_order(q, k, v, dropout_p=0.0, mask=None):
+    return by_masked_fill(q, k, v, mask, dropout_p)
+
+
+def computed_in_float64(q, k, v, mask=None, dropout_p=0.0):
+    output, weights = by_masked_fill(q.double(), k.double(), v.double(), mask, dropout_p)
+    return output, weights  # float64 whatever came in
+
+
+def output_detached(q, k, v, mask=None, dropout_p=0.0):
+    output, weights = by_masked_fill(q, k, v, mask, dropout_p)
+    return output.detach(), weights
+
+
+def forward_under_no_grad(q, k, v, mask=None, dropout_p=0.0):
+    with torch.no_grad():
+        return by_masked_fill(q, k, v, mask, dropout_p)
+
+
+def dropout_whole_rows(q, k, v, mask=None, dropout_p=0.0):
+    output, weights = by_masked_fill(q, k, v, mask)
+    if dropout_p:
+        keep = torch.rand(*weights.shape[:-1], 1) >= dropout_p  # one draw per query
+        weights = weights * keep / (1 - dropout_p)
+    return weights @ v, weights
+
+
+def dropout_whole_keys(q, k, v, mask=None, dropout_p=0.0):
+    output, weights = by_masked_fill(q, k, v, mask)
+    if dropout_p:
+        keep = torch.rand(*weights.shape[:-2], 1, weights.shape[-1]) >= dropout_p  # per key
+        weights = weights * keep / (1 - dropout_p)
+    return weights @ v, weights
+
+
+def dropout_fixed_seed(q, k, v, mask=None, dropout_p=0.0):
+    torch.manual_seed(0)  # the same "random" mask on every call
+    return by_masked_fill(q, k, v, mask, dropout_p)
+
+
+def dropout_constant_rate(q, k, v, mask=None, dropout_p=0.0):
+    return by_masked_fill(q, k, v, mask, 0.25 if dropout_p else 0.0)  # argument ignored
+
+
+def dropout_on_the_query(q, k, v, mask=None, dropout_p=0.0):
+    return by_masked_fill(F.dropout(q, dropout_p), k, v, mask)
+
+
 WRONG = [
     (stub, "⏳ scaled_dot_product_attention: not implemented yet"),
+    (temperature_two, "the scores are divided by 2, but here d_k = q.shape[-1] = 7"),
+    (naive_softmax, "the softmax overflows"),
+    (minus_1e9_uniform_rows, "gets uniform weights 1/T_k"),
+    (additive_mask_nan_patched, "the gradient with respect to q holds NaN or inf"),
+    (if_mask, "write `if mask is not None:`"),
+    (arguments_in_another_order, "the lesson's signature is scaled_dot_product_attention("),
+    (computed_in_float64, "is float64, but the inputs were float32"),
+    (output_detached, "carries no gradient"),
+    (forward_under_no_grad, "carries no gradient"),
+    (dropout_whole_rows, "dropout drops whole rows"),
+    (dropout_whole_keys, "dropout drops whole keys"),
+    (dropout_fixed_seed, "two calls dropped exactly the same entries"),
+    (dropout_constant_rate, "Use the rate you are given"),
+    (dropout_on_the_query, "Dropout belongs on these attention weights, after the softmax"),
     (not_scaled, "are not scaled"),
     (divided_by_d_k, "divided by d_k; divide by its square root"),
     (multiplied, "multiplied by sqrt(d_k)"),
@@ -257,8 +354,8 @@ WRONG = [
     (dropout_ignored, "nothing is dropped"),
     (dropout_not_rescaled, "not rescaled"),
     (dropout_on_the_output, "weights you return were not dropped, but the output changed"),
-    (dropout_on_the_scores, "either 0 (dropped) or weight / (1 - p)"),
-    (dropout_p_as_keep_probability, "either 0 (dropped) or weight / (1 - p)"),
+    (dropout_on_the_scores, "Dropout belongs on these attention weights, after the softmax"),
+    (dropout_p_as_keep_probability, "p is the probability to *drop* a weight"),
     (output_before_dropout, "uses the weights from before dropout"),
 ]
 

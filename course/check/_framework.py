@@ -321,7 +321,7 @@ def expect_close(
     got: torch.Tensor,
     want: torch.Tensor,
     what: str,
-    wrong: dict[str, torch.Tensor] | None = None,
+    wrong: dict[str, torch.Tensor] | Callable[[], dict[str, torch.Tensor]] | None = None,
     atol: float = 1e-5,
     rtol: float = 1e-4,
     explain: Callable[[torch.Tensor], str | None] | None = None,
@@ -332,13 +332,16 @@ def expect_close(
     dim=-2" -> that tensor; NaN where that answer is undefined, see `matches`). When
     `got` matches one of them, the diagnosis is the message; else `explain(got)` may
     name it (a mistake with a parameter, such as the divisor used); otherwise the
-    message says where and by how much `got` is off.
+    message says where and by how much `got` is off. `wrong` may be a function that
+    returns that dict: it is then computed only when `got` is wrong.
     """
     got = expect_shape(got, want.shape, what)
     expect_dtype(got, want, what)
     got = got.detach()
     if close(got, want, atol, rtol):
         return
+    if callable(wrong):
+        wrong = wrong()
     diagnosis = next((d for d, alt in (wrong or {}).items() if matches(got, alt, atol, rtol)), "")
     if not diagnosis and explain is not None and torch.isfinite(got).all():
         diagnosis = explain(got) or ""
@@ -434,8 +437,7 @@ def expect_gradients(
         if g is not None and not torch.isfinite(g).all():
             raise Mistake(
                 f"{what}: the gradient with respect to {name} holds NaN or inf, so one training "
-                "step would make the model NaN"
-                + (f". {nonfinite_hint}" if nonfinite_hint else "")
+                "step would make the model NaN" + (f". {nonfinite_hint}" if nonfinite_hint else "")
             )
         if g is None and bool(w.any()):
             raise Mistake(
@@ -494,6 +496,20 @@ def expect_dropout(dropped: torch.Tensor, kept_all: torch.Tensor, p: float, what
         )
     scaled = torch.isclose(dropped.double(), kept_all.double() / (1 - p), atol=1e-6, rtol=1e-4)
     if not (zero | scaled)[informative].all():
+        ratio = (dropped.double() / kept_all.double())[informative & ~zero]
+        if ratio.numel() and float(ratio.max() - ratio.min()) < 1e-4 and float(ratio[0]) > 1:
+            used = 1 - 1 / float(ratio[0])
+            if math.isclose(used, 1 - p, abs_tol=1e-3):
+                raise Mistake(
+                    f"{what}: p is the probability to *drop* a weight, not to keep it: the "
+                    f"kept values are scaled by 1/p = {1 / p:.3g}, and should be by "
+                    f"1/(1 - p) = {1 / (1 - p):.3g} (F.dropout(weights, p=dropout_p))"
+                )
+            raise Mistake(
+                f"{what}: the kept values are scaled by {float(ratio[0]):.3g}, which is dropout "
+                f"at p={used:.2g}, but p={p} was asked. Use the rate you are given, not a "
+                "fixed number"
+            )
         if torch.isclose(dropped.double(), kept_all.double(), atol=1e-6, rtol=1e-4)[
             informative & ~zero
         ].all():
@@ -508,12 +524,6 @@ def expect_dropout(dropped: torch.Tensor, kept_all: torch.Tensor, p: float, what
             "softmax, and to nothing else (not the queries, the scores or the output)"
         )
     zero = zero & informative
-    share = float(zero.sum()) / max(int(informative.sum()), 1)
-    if abs(share - p) > 0.07:
-        raise Mistake(
-            f"{what}: with dropout p={p} you dropped {share:.0%} of the weights; about "
-            f"{p:.0%} should go. Use the rate you are given, not a fixed number"
-        )
     for axis, whole in ((-1, "whole rows (a query's every weight)"), (-2, "whole keys")):
         decided = zero.transpose(axis, -1).flatten(0, -2)  # (rows, entries along `axis`)
         uniform = decided.all(dim=-1) | (~decided).all(dim=-1)
@@ -522,6 +532,12 @@ def expect_dropout(dropped: torch.Tensor, kept_all: torch.Tensor, p: float, what
                 f"{what}: dropout drops {whole} at once; drop each weight on its own, "
                 "with a random mask of the weights' full shape (F.dropout(weights, p))"
             )
+    share = float(zero.sum()) / max(int(informative.sum()), 1)
+    if abs(share - p) > 0.07:
+        raise Mistake(
+            f"{what}: with dropout p={p} you dropped {share:.0%} of the weights; about "
+            f"{p:.0%} should go. Use the rate you are given, not a fixed number"
+        )
 
 
 def expect_fresh_randomness(first: torch.Tensor, second: torch.Tensor, what: str) -> None:

@@ -9,6 +9,7 @@ float64 and non-contiguous inputs (as split heads are); lesson 03 adds scores la
 enough to overflow a softmax written as exp / sum, and dropout.
 """
 
+import functools
 import math
 
 import torch
@@ -28,20 +29,19 @@ from course.check._framework import (
     expect_signature,
     expect_tuple,
     generator,
-    matches,
     noncontiguous,
     randn,
     softmax_rows_ok,
 )
 
-# (*batch, T_q, T_k, d_k, d_v), dtype: T_q, T_k, d_k, d_v all differ, so a swapped axis or a
-# swapped return shows up in a shape; no sqrt(d_k) or sqrt(d_v) is a round number, so a
-# hard-coded temperature (/ 2) is never mistaken for the right one.
+# (*batch, T_q, T_k, d_k, d_v), dtype, contiguous: T_q, T_k, d_k, d_v all differ, so a
+# swapped axis or a swapped return shows up in a shape; the first sqrt(d_k) is not a round
+# number, so a hard-coded temperature (/ 2) is never mistaken for the right one.
 _SHAPES = [
-    ((3, 5, 7, 6), torch.float32),  # one sequence: q (3, 7), k (5, 7), v (5, 6)
-    ((2, 3, 5, 9, 6), torch.float32),  # a batch of 2; sqrt(d_k) = 3 differs from d_k, sqrt(d_v)
-    ((2, 2, 4, 3, 8, 2), torch.float32),  # a batch of 2 x 2 heads
-    ((1, 4, 3, 5, 2), torch.float64),  # a batch of one, float64, non-contiguous (split heads)
+    ((3, 5, 7, 6), torch.float32, True),  # one sequence: q (3, 7), k (5, 7), v (5, 6)
+    ((2, 3, 5, 9, 6), torch.float32, True),  # a batch of 2; sqrt(d_k) = 3: not d_k, sqrt(d_v)
+    ((2, 2, 4, 3, 8, 2), torch.float32, False),  # 2 x 2 heads, laid out as split heads are
+    ((1, 4, 3, 5, 2), torch.float64, True),  # a batch of one, float64
 ]
 
 
@@ -88,12 +88,12 @@ _BATCH_HINT = (
 )
 
 
-def _inputs(gen, *shape, dtype=torch.float32):
+def _inputs(gen, *shape, dtype=torch.float32, contiguous=True):
     *batch, T_q, T_k, d_k, d_v = shape
     q = randn(gen, *batch, T_q, d_k, dtype=dtype)  # (..., T_q, d_k)
     k = randn(gen, *batch, T_k, d_k, dtype=dtype)  # (..., T_k, d_k)
     v = randn(gen, *batch, T_k, d_v, dtype=dtype)  # (..., T_k, d_v)
-    if dtype == torch.float64:  # the robust case: laid out as split_heads leaves them
+    if not contiguous:  # as split_heads leaves them
         q, k, v = noncontiguous(q), noncontiguous(k), noncontiguous(v)
     return q, k, v
 
@@ -136,13 +136,13 @@ def _call_on_shape(candidate, shape, q, k, v, want_out, want_w, hints):
 def _unmasked_answers(candidate, gen, attend, hints=None):
     """For each of _SHAPES: (what, q, k, v, output, weights, want_out, want_w), with `attend`
     the reference and the candidate's answer already checked for shapes and return order."""
-    for shape, dtype in _SHAPES:
-        q, k, v = _inputs(gen, *shape, dtype=dtype)
+    for shape, dtype, contiguous in _SHAPES:
+        q, k, v = _inputs(gen, *shape, dtype=dtype, contiguous=contiguous)
         want_out, want_w = attend(q, k, v)
         try:
             output, weights = _call_on_shape(candidate, shape, q, k, v, want_out, want_w, hints)
         except Mistake as mistake:
-            if dtype == torch.float32:
+            if dtype == torch.float32 and contiguous:
                 raise
             raise Mistake(f"{_describe(q, k, v)}: {mistake}") from None
         yield _describe(q, k, v), q, k, v, output, weights, want_out, want_w
@@ -222,8 +222,8 @@ def dot_product_attention(candidate) -> str:
         })  # fmt: skip
         _gradients(candidate, q, k, v, reference.dot_product_attention, what)
     return (
-        f"{len(_SHAPES)} input shapes, one sequence, batched and float64; values and "
-        "gradients matched the reference"
+        f"{len(_SHAPES)} input shapes, one sequence, batched, non-contiguous and float64; "
+        "values and gradients matched the reference"
     )
 
 
@@ -252,7 +252,7 @@ def _softmax(scores, mask=None):
 
 def _weight_mistakes(q, k, v, mask=None) -> dict[str, torch.Tensor]:
     """Diagnosis -> the weights that mistake gives on these inputs."""
-    d_k, d_v = q.shape[-1], v.shape[-1]
+    d_k = q.shape[-1]
     scores = q @ k.transpose(-2, -1)  # (..., T_q, T_k), not scaled
     scaled = scores / math.sqrt(d_k)
     wrong = {}
@@ -434,15 +434,20 @@ def scaled_dot_product_attention(candidate) -> str:
         candidate, gen, attend, _NONE_HINTS
     ):
         try:
-            expect_close(weights, want_w, "weights", wrong=_weight_mistakes(q, k, v),
-                         explain=lambda got, q=q, k=k, v=v: _scaling_mistake(got, q, k, v))  # fmt: skip
+            expect_close(
+                weights,
+                want_w,
+                "weights",
+                wrong=functools.partial(_weight_mistakes, q, k, v),
+                explain=functools.partial(_scaling_mistake, q=q, k=k, v=v),
+            )
             expect_close(output, want_out, "output", wrong={
                 "the output multiplies the scaled scores by v: multiply the softmax weights "
                 "instead": (q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])) @ v,
             })  # fmt: skip
             _gradients(candidate, q, k, v, attend, what)
         except Mistake as mistake:
-            if q.dtype == torch.float32:
+            if q.dtype == torch.float32 and q.is_contiguous():
                 raise
             raise Mistake(f"{what}: {mistake}") from None
     for what, q, k, v, mask in _mask_cases(gen):
@@ -452,9 +457,13 @@ def scaled_dot_product_attention(candidate) -> str:
                                               _MASK_HINTS, mask)  # fmt: skip
             if not mask.any(dim=-1).all():
                 _empty_rows(weights, want_w, mask)
-            expect_close(weights, want_w, "weights", wrong=_weight_mistakes(q, k, v, mask),
-                         explain=lambda got, q=q, k=k, v=v, m=mask: _scaling_mistake(
-                             got, q, k, v, m))  # fmt: skip
+            expect_close(
+                weights,
+                want_w,
+                "weights",
+                wrong=functools.partial(_weight_mistakes, q, k, v, mask),
+                explain=functools.partial(_scaling_mistake, q=q, k=k, v=v, mask=mask),
+            )
             expect_close(output, want_out, "output", wrong={
                 "the output is computed from the weights before masking: use the masked "
                 "weights, output = weights @ v": _softmax(
@@ -472,7 +481,7 @@ def scaled_dot_product_attention(candidate) -> str:
     _check_large_scores(candidate, gen)
     _check_dropout(candidate, gen)
     return (
-        f"{len(_SHAPES)} shapes without a mask (one float64, batch of one); causal, padding "
-        "and per-head masks; a query that may attend to nothing; scores in the hundreds; "
+        f"{len(_SHAPES)} shapes without a mask (non-contiguous, float64, batch of one); causal, "
+        "padding and per-head masks; a query that may attend to nothing; scores in the hundreds; "
         "values and gradients; dropout at two rates"
     )

@@ -14,13 +14,13 @@ keep; it fails only on the last step, with a message saying the output is right 
 that `self.attn` (needed for the lesson's heatmaps) is missing.
 """
 
+import functools
 import math
 
 import torch
 from torch import nn
 
 from course import multihead as reference
-from course.attention import scaled_dot_product_attention
 from course.check._framework import (
     Mistake,
     call,
@@ -38,9 +38,9 @@ from course.check._framework import (
     randn,
 )
 
-# (B, T, d_model, n_heads): d_k differs from B, T and h in each; n_heads varies. The last
-# is the robust case: a batch of one, float64, non-contiguous.
-_SPLIT_CASES = [(2, 5, 12, 3), (3, 2, 8, 2), (2, 4, 30, 5), (1, 3, 7, 1), (1, 4, 6, 2)]
+# (B, T, d_model, n_heads): d_k differs from B, T and h in each; n_heads varies. One has a
+# batch of one; the last is the robust case: float64 and non-contiguous.
+_SPLIT_CASES = [(2, 5, 12, 3), (3, 2, 8, 2), (2, 4, 30, 5), (1, 3, 7, 1), (2, 4, 6, 2)]
 _ROBUST = len(_SPLIT_CASES) - 1
 
 
@@ -52,6 +52,7 @@ def _robust(t: torch.Tensor, i: int) -> torch.Tensor:
 def _case_name(t: torch.Tensor) -> str:
     extra = "" if t.dtype == torch.float32 else ", float64"
     return f"x of shape {tuple(t.shape)}{extra}" + ("" if t.is_contiguous() else ", non-contiguous")
+
 
 _VIEW_HINT = {
     "view size is not compatible": "After a transpose the tensor is no longer contiguous in "
@@ -494,10 +495,16 @@ def _check_module(candidate) -> str:
             " (the checker builds its own modules)"
         )
     if isinstance(candidate, type) and issubclass(candidate, nn.Module):
-        expect_signature(candidate.__init__, ("d_model", "n_heads", "dropout", "bias"),
-                         "MultiHeadAttention(d_model, n_heads, dropout=0.0, bias=True)")  # fmt: skip
-        expect_signature(candidate.forward, ("query", "key", "value", "mask"),
-                         "forward(query, key, value, mask=None)")  # fmt: skip
+        expect_signature(
+            candidate.__init__,
+            ("d_model", "n_heads", "dropout", "bias"),
+            "MultiHeadAttention(d_model, n_heads, dropout=0.0, bias=True)",
+        )
+        expect_signature(
+            candidate.forward,
+            ("query", "key", "value", "mask"),
+            "forward(query, key, value, mask=None)",
+        )
     gen = generator(6)
     n_cases, kept_weights = 0, []
     for d_model, n_heads in [(12, 3), (16, 4), (8, 1)]:
@@ -521,24 +528,17 @@ def _check_module(candidate) -> str:
                     f"the output on {what}",
                     "It is (B, T_q, d_model): one vector per query position",
                 )
-                wrong = _mha_mistakes(ref, query, key, value, mask) if n_heads > 1 else {}
-                expect_close(got, want, f"the output on {what}", wrong=wrong)
-            if query is key is value:  # self-attention: one input, used three times
-                run = lambda x, m=mask, w=what: _run(module, x, x, x, m, w)  # noqa: E731
-                run_ref = lambda x, m=mask: ref(x, x, x, m)  # noqa: E731
-                inputs = {"x": query}
-            else:
-                run = lambda q, k, v, m=mask, w=what: _run(module, q, k, v, m, w)  # noqa: E731
-                run_ref = lambda q, k, v, m=mask: ref(q, k, v, m)  # noqa: E731
-                inputs = {"query": query, "key": key, "value": value}
-            expect_gradients(run, run_ref, inputs, f"the output on {what}",
-                             parameters=_parameters(module, ref))  # fmt: skip
+                wrong = functools.partial(_mha_mistakes, ref, query, key, value, mask)
+                expect_close(
+                    got, want, f"the output on {what}", wrong=wrong if n_heads > 1 else None
+                )
+            _check_gradients(module, ref, query, key, value, mask, what)
             n_cases += 1
         module.float(), ref.float()
         with torch.no_grad():  # .attn holds the last call's weights
             _run(module, query.float(), key.float(), value.float(), mask, what)
             ref(query.float(), key.float(), value.float(), mask)
-            wrong = _attn_mistakes(ref, query.float(), key.float(), mask)
+            wrong = functools.partial(_attn_mistakes, ref, query.float(), key.float(), mask)
         kept_weights.append((module, ref.attn, what, wrong))
     for module, want, what, wrong in kept_weights:  # the output is right everywhere: now .attn
         _check_attn(module, want, what, wrong)
@@ -548,6 +548,32 @@ def _check_module(candidate) -> str:
         f"{n_cases} cases: self- and cross-attention, padding and causal masks, 1 to 4 heads, "
         "float64 and a batch of one; values and gradients; bias=False; dropout on the "
         "attention weights, only while training"
+    )
+
+
+def _check_gradients(module, ref, query, key, value, mask, what: str) -> None:
+    """Backward: gradients of the inputs and of every projection equal the reference's.
+    In self-attention one tensor is query, key and value at once, as in the lesson."""
+    if query is key is value:
+
+        def run(x):
+            return _run(module, x, x, x, mask, what)
+
+        def run_reference(x):
+            return ref(x, x, x, mask)
+
+        inputs = {"x": query}
+    else:
+
+        def run(q, k, v):
+            return _run(module, q, k, v, mask, what)
+
+        def run_reference(q, k, v):
+            return ref(q, k, v, mask)
+
+        inputs = {"query": query, "key": key, "value": value}
+    expect_gradients(
+        run, run_reference, inputs, f"the output on {what}", parameters=_parameters(module, ref)
     )
 
 

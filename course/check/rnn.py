@@ -11,6 +11,8 @@ gradients with respect to x, W_xh, W_hh, b and h0 must equal the reference's, wh
 catches a state detached at each step (backpropagation through time cut short).
 """
 
+import functools
+
 import torch
 
 from course import rnn as reference
@@ -253,11 +255,11 @@ def _check(candidate) -> str:
         what = f"hs on x {(B, T, d_in)}, d_h={d_h}, " + ("with h0" if with_h0 else "h0=None")
         what += {_ROBUST: ", float64", _NONCONTIGUOUS: ", x not contiguous"}.get(i, "")
         expect_shape(hs, want_hs.shape, what, _shape_hint(hs, B, T, d_h))
-        expect_close(hs, want_hs, what, wrong=_hs_mistakes(x, W_xh, W_hh, b, h0))
+        expect_close(hs, want_hs, what, wrong=functools.partial(_hs_mistakes, x, W_xh, W_hh, b, h0))
         _check_last_state(h_T, want_hs, h0, B, d_h)
         inputs = {"x": x, "W_xh": W_xh, "W_hh": W_hh, "b": b} | ({"h0": h0} if with_h0 else {})
         expect_gradients(
-            lambda *a: call(candidate, *a, names=names, hints=_HINTS),
+            functools.partial(call, candidate, names=names, hints=_HINTS),
             reference.rnn_forward,
             inputs,
             f"backward through {what}",
