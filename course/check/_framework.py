@@ -189,17 +189,19 @@ def _own_code(candidate) -> set:
 def _stub_culprit(error: NotImplementedError, candidate) -> str | None:
     """Which function raised: None for the candidate itself, else the stub it called.
 
-    Raises Mistake when the NotImplementedError came from PyTorch itself (an operation
-    that has no implementation for these inputs), which is not a stub at all.
+    A stub is a `raise NotImplementedError` line. Anything else that raises it is PyTorch
+    saying an operation has no implementation for these inputs: a Mistake, not a stub.
     """
     frames = traceback.extract_tb(error.__traceback__)
     raised = error.__traceback__
     while raised.tb_next is not None:
         raised = raised.tb_next
     code = raised.tb_frame.f_code
-    if Path(torch.__file__).parent in Path(code.co_filename).parents:
-        raise Mistake(f"PyTorch raised NotImplementedError inside your code: {error}")
-    if code in _own_code(candidate) or len(frames) <= 1:
+    in_torch = Path(torch.__file__).parent in Path(code.co_filename).parents
+    if in_torch or not (frames[-1].line or "").startswith("raise NotImplementedError"):
+        first_line = str(error).strip().splitlines()[0] if str(error).strip() else ""
+        raise Mistake(f"PyTorch raised NotImplementedError inside your code: {first_line}")
+    if code in _own_code(candidate):
         return None
     return code.co_name
 
