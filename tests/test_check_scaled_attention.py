@@ -231,6 +231,12 @@ def output_before_dropout(q, k, v, mask=None, dropout_p=0.0):
     return output, F.dropout(weights, dropout_p)
 
 
+def mask_unsqueezed(q, k, v, mask=None, dropout_p=0.0):
+    if mask is not None:
+        mask = mask.unsqueeze(1)  # "one more axis for the heads": the mask already broadcasts
+    return by_masked_fill(q, k, v, mask, dropout_p)
+
+
 def temperature_two(q, k, v, mask=None, dropout_p=0.0):
     return _attend(q, k, v, mask, scale=lambda s: s / 2, dropout_p=dropout_p)
 
@@ -316,6 +322,7 @@ def dropout_on_the_query(q, k, v, mask=None, dropout_p=0.0):
 
 WRONG = [
     (stub, "⏳ scaled_dot_product_attention: not implemented yet"),
+    (mask_unsqueezed, "Use the mask as it comes"),
     (temperature_two, "the scores are divided by 2, but here d_k = q.shape[-1] = 7"),
     (naive_softmax, "the softmax overflows"),
     (minus_1e9_uniform_rows, "gets uniform weights 1/T_k"),
