@@ -5,15 +5,20 @@
 # key; the better a key matches, the more of its value goes into the answer.
 #
 # In this lesson you will
-# 1. do one lookup by hand, number by number;
-# 2. see why the result is a *contextual* embedding: the same word "it" gets a different
+# 1. read lesson 01's additive attention as such a lookup, and see why the Transformer
+#    scores with a plain dot product instead;
+# 2. do one lookup by hand, number by number, and see why libraries compute the softmax
+#    with the row's maximum subtracted first;
+# 3. see why the result is a *contextual* embedding: the same word "it" gets a different
 #    vector in a different sentence;
-# 3. write `dot_product_attention(q, k, v)` yourself, and have it checked.
+# 4. write `dot_product_attention(q, k, v)` yourself, and have it checked.
 #
 # Lesson 01 showed why a recurrent network struggles to carry information across a long
 # sequence. Attention lets every position look at every other position directly, in one step.
 
 # %%
+import time
+
 import matplotlib.pyplot as plt
 import torch
 
@@ -48,6 +53,95 @@ capitals["Japan"]
 # The dot product is large when two vectors point the same way. The softmax makes the
 # largest score win the most weight, without making the choice all-or-nothing, which
 # keeps everything differentiable so a network can *learn* what to look up.
+
+# %% [markdown]
+# ### You have met this lookup before: lesson 01's attention
+#
+# At each output step, lesson 01's decoder looked back at all the encoder's states. In the
+# words of this lesson:
+#
+# | lesson 01's decoder attention | this lesson |
+# |---|---|
+# | the decoder's state at the current output step | the query $q$ |
+# | the encoder's states $h_1, \dots, h_T$, one per source position | the keys $k_i$, **and** the values $v_i$ |
+# | one weight per source position, summing to 1 | $\alpha = \operatorname{softmax}(s)$ |
+# | the weighted average of the encoder's states | the output $\sum_i \alpha_i v_i$ |
+#
+# Keys and values were the same vectors there. Only the **score** differs. Lesson 01 used
+# *additive* attention (Bahdanau et al., 2015): a small network with one hidden layer of
+# tanh units scores each pair,
+#
+# $$
+# s_i^{\text{additive}} = v_a^\top \tanh\left(W_a\, q + U_a\, k_i\right),
+# \qquad\text{here:}\qquad s_i = q \cdot k_i ,
+# $$
+#
+# with learned $W_a$, $U_a$ and $v_a$ (Bahdanau's names; $v_a$ is a weight vector, not a
+# value). Both, computed for every query against every key:
+
+# %%
+T_q, T_k, d = 200, 200, 64
+generator = torch.Generator().manual_seed(0)
+Q_demo = torch.randn(T_q, d, generator=generator)              # (T_q, d): one query per output step
+K_demo = torch.randn(T_k, d, generator=generator)              # (T_k, d): one key per source position
+W_a = torch.randn(d, d, generator=generator) / d**0.5          # (d, d)
+U_a = torch.randn(d, d, generator=generator) / d**0.5          # (d, d)
+v_a = torch.randn(d, generator=generator) / d**0.5             # (d,)
+
+
+def additive_scores(Q, K):
+    hidden = torch.tanh((Q @ W_a.T)[:, None, :]                # (T_q, 1, d)
+                        + (K @ U_a.T)[None, :, :])             # + (1, T_k, d) -> (T_q, T_k, d)
+    return hidden @ v_a, hidden                                # (T_q, T_k), and the hidden layer
+
+
+def dot_scores(Q, K):
+    return Q @ K.T                                             # (T_q, d) @ (d, T_k) -> (T_q, T_k)
+
+
+scores_additive, hidden = additive_scores(Q_demo, K_demo)
+scores_dot = dot_scores(Q_demo, K_demo)
+print("additive: scores", tuple(scores_additive.shape), "via a hidden layer", tuple(hidden.shape),
+      f"= {hidden.numel():,} numbers")
+print("dot:      scores", tuple(scores_dot.shape), "straight from one matrix multiplication")
+
+# %% [markdown]
+# The same two on the clock, each the best of 20 runs on one CPU thread, so both get the
+# same hardware (the milliseconds depend on the CPU; the gap is what matters):
+
+# %% tags=["nbval-ignore-output"]
+def best_seconds(fn, *args, repeats=20):
+    fn(*args)                                                  # warm up
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        fn(*args)
+        times.append(time.perf_counter() - start)
+    return min(times)
+
+
+threads = torch.get_num_threads()
+torch.set_num_threads(1)
+seconds_additive = best_seconds(additive_scores, Q_demo, K_demo)
+seconds_dot = best_seconds(dot_scores, Q_demo, K_demo)
+torch.set_num_threads(threads)                                 # back to the default
+print(f"additive {seconds_additive * 1e3:.3f} ms, dot product {seconds_dot * 1e3:.3f} ms: "
+      f"the dot product is {seconds_additive / seconds_dot:.0f}x faster")
+
+# %% [markdown]
+# The Transformer paper (Vaswani et al., 2017, §3.2.1) weighs exactly these two. On paper
+# they cost about the same: both do a few operations per (query, key, dimension). In
+# practice the dot product wins by far, in time and in memory, because the whole score
+# matrix is **one matrix multiplication**, the operation that hardware and libraries are
+# best at; the additive score must build and squash a $d$-wide hidden vector for every
+# (query, key) pair first, the 2.56 million numbers above for a mere 40,000 scores.
+#
+# The paper also reports a catch: for large $d_k$, additive attention gives better results
+# than the dot product *without scaling*. The paper's explanation: dot products of long
+# vectors grow large, and large scores push the softmax into a corner where it barely passes
+# back any gradient. Lesson 03 measures exactly that and fixes it with one division by
+# $\sqrt{d_k}$, which keeps the dot product's speed. Here $d_k$ is small and the scores stay
+# unscaled.
 
 # %% [markdown]
 # ## 2. One lookup, by hand
@@ -88,14 +182,84 @@ output = weights @ values      # (3,) @ (3, 2) -> (2,)
 output
 
 # %%
-fig, axes = plt.subplots(1, 2, figsize=(8, 2.5))
+fig, axes = plt.subplots(1, 2, figsize=(8, 2.8))
 axes[0].bar(["key 0", "key 1", "key 2"], scores)
 axes[0].set_title("scores  q · k")
+axes[0].set_ylabel("score")
 axes[1].bar(["key 0", "key 1", "key 2"], weights, color="tab:orange")
 axes[1].set_title("weights  softmax(scores)")
+axes[1].set_ylabel("attention weight")
 axes[1].set_ylim(0, 1)
+for ax in axes:
+    ax.set_xlabel("key")
 plt.tight_layout()
 plt.show()
+
+# %% [markdown]
+# ### Aside: the softmax that libraries actually compute
+#
+# `exp / sum` is the softmax's definition, and it is fine for the small scores of this lesson.
+# But $e^{s}$ grows fast, and a float32 holds at most about $3.4 \times 10^{38}$, which is
+# $e^{88.7}$. One score past that and `exp` returns `inf`:
+
+# %%
+largest = torch.finfo(torch.float32).max
+print(f"largest float32: {largest:.3g} = exp({torch.tensor(largest).log().item():.2f})")
+for x in [88.0, 88.7, 88.8, 300.0]:
+    print(f"exp({x}) = {torch.tensor(x).exp().item():.3g}")
+
+# %% [markdown]
+# The fix is free, because the softmax does not change when the same number $c$ is
+# subtracted from every score:
+#
+# $$
+# \operatorname{softmax}(s - c)_i = \frac{e^{s_i - c}}{\sum_j e^{s_j - c}}
+# = \frac{e^{-c}\, e^{s_i}}{e^{-c} \sum_j e^{s_j}} = \operatorname{softmax}(s)_i .
+# $$
+#
+# Take $c = \max_j s_j$. Then every exponent is $\le 0$, so no `exp` exceeds 1 and none can
+# overflow; and the largest one is exactly $e^0 = 1$, so the sum is at least 1 and never 0.
+
+# %%
+def softmax_naive(s):
+    return s.exp() / s.exp().sum(dim=-1, keepdim=True)
+
+
+def softmax_stable(s):
+    shifted = s - s.max(dim=-1, keepdim=True).values    # same shape; the row's largest is now 0
+    return shifted.exp() / shifted.exp().sum(dim=-1, keepdim=True)
+
+
+large_scores = 100 * scores                             # step 1's scores, 100 times larger
+for name, row in [("small row", scores), ("large row", large_scores)]:
+    print(f"{name} {row}")
+    print(f"   exp / sum:        {softmax_naive(row)}")
+    print(f"   max subtracted:   {softmax_stable(row)}")
+    print(f"   torch.softmax:    {row.softmax(dim=0)}")
+
+# %% [markdown]
+# On the small row all three agree. On the large row $e^{200}$ overflows, the sum is `inf`,
+# and $\infty / \infty$ is NaN; the stable version, like `torch.softmax`, which subtracts
+# the maximum internally, gives the right answer: all the weight on key 1.
+#
+# Do scores this large happen? They do as soon as vectors are wide and unscaled, which is
+# lesson 03's subject. A taste: random queries and keys with unit-variance entries, at
+# $d_k = 1024$, 8 keys per query.
+
+# %%
+q_wide = torch.randn(1000, 1, 1024, generator=torch.Generator().manual_seed(0))   # (n, 1, d_k)
+k_wide = torch.randn(1000, 8, 1024, generator=torch.Generator().manual_seed(1))   # (n, T_k=8, d_k)
+wide_scores = (q_wide @ k_wide.transpose(-2, -1)).squeeze(1)                     # (n, 8)
+print(f"largest score: {wide_scores.max().item():.0f}")
+print("rows that come out NaN:  exp / sum",
+      softmax_naive(wide_scores).isnan().any(dim=-1).sum().item(),
+      "of 1000;  max subtracted", softmax_stable(wide_scores).isnan().any(dim=-1).sum().item())
+
+# %% [markdown]
+# A few rows in every hundred would be NaN with `exp / sum`, and a NaN spreads into
+# everything computed from it. The scaling of lesson 03 makes such scores rare, but a
+# softmax should not depend on that: from lesson 03 on, compute it with the maximum
+# subtracted (or let `tensor.softmax` do it).
 
 # %% [markdown]
 # ## 3. All queries at once: matrices
@@ -157,9 +321,16 @@ def sentence(last_word):
 
 # %% [markdown]
 # What should "it" ask? Roughly: *which noun in this sentence could be what the sentence
-# says "it" is?* We write that query by hand: the "noun" feature plus the adjective's
-# feature, sharpened by a factor of 3. (In lesson 03 a network *learns* matrices that make
-# queries like this one from data.)
+# says "it" is?* We write that query by hand, and it is built from **two** words' vectors:
+# the embedding of "it" (its "noun" feature) **plus the embedding of the sentence's last
+# word**, "tired" or "wide", sharpened by a factor of 3.
+#
+# Why the adjective? Because the vector of "it" alone cannot do it: it is the same in both
+# sentences, so a query made from it alone asks the same question in both and gets the same
+# answer (checked right after the plot). What decides the answer is the adjective, so the
+# adjective has to reach the query. Here we put it there by hand. A trained Transformer gets
+# it there by itself: an earlier attention layer mixes "tired" into the vector at "it", or,
+# as in lesson 03, the adjective's own position learns to ask the question.
 #
 # Keys and values are the word embeddings themselves.
 
@@ -167,24 +338,37 @@ def sentence(last_word):
 def contextual_it(last_word):
     words = sentence(last_word)
     E = torch.stack([embedding[w] for w in words])                # (T, 7): static embeddings
-    query = 3.0 * (embedding["it"] + embedding[last_word])         # (7,): the question "it" asks
+    query = 3.0 * (embedding["it"] + embedding[last_word])         # (7,): "it" plus the adjective
     weights = (E @ query).softmax(dim=0)                           # (T,): one weight per word
     return words, weights, weights @ E                             # contextual "it": (7,)
 
 
-fig, axes = plt.subplots(1, 2, figsize=(11, 2.8), sharey=True)
+fig, axes = plt.subplots(1, 2, figsize=(11, 3.2), sharey=True)
 for ax, last_word in zip(axes, ["tired", "wide"]):
     words, weights, _ = contextual_it(last_word)
     ax.bar(range(len(words)), weights)
     ax.set_xticks(range(len(words)), words, rotation=60)
-    ax.set_title(f'where "it" looks: ...too {last_word}')
-axes[0].set_ylabel("attention weight")
+    ax.set_title(f'...too {last_word}: weights of the query "it" + "{last_word}"')
+    ax.set_xlabel("key (word in the sentence)")
+    ax.set_ylabel("attention weight")
 plt.tight_layout()
 plt.show()
 
 # %% [markdown]
-# The static "it" is identical in both sentences; the contextual one moves toward the
-# chicken in the first and toward the road in the second. Cosine similarity measures it:
+# And the query made from "it" alone, the same in both sentences:
+
+# %%
+for last_word in ["tired", "wide"]:
+    words = sentence(last_word)
+    E = torch.stack([embedding[w] for w in words])                # (T, 7)
+    weights = (E @ (3.0 * embedding["it"])).softmax(dim=0)         # (T,)
+    print(f"...too {last_word:5}: weight on chicken {weights[words.index('chicken')]:.2f}, "
+          f"on road {weights[words.index('road')]:.2f}")
+
+# %% [markdown]
+# Alone, "it" cannot choose between the two nouns. With the adjective in its query, the
+# contextual "it" moves toward the chicken in the first sentence and toward the road in the
+# second, while the static "it" stays where it was. Cosine similarity measures it:
 
 # %%
 def cosine(a, b):
@@ -210,6 +394,9 @@ for last_word in ["tired", "wide"]:
 #
 # No scaling yet: that is lesson 03. Hints: `k.transpose(-2, -1)` swaps the last two axes
 # whatever the batch axes are; `tensor.softmax(dim=-1)` normalises along the last axis.
+# Writing the softmax out as `exp / sum` is accepted here, where the scores are small;
+# lesson 03's checker tries scores large enough to overflow it, so there use
+# `tensor.softmax` or subtract the row's maximum first (section 2's aside).
 
 # %%
 def dot_product_attention(q, k, v):
@@ -246,8 +433,9 @@ output, weights = reference_attention(E, E, E)                 # (1, 12, 7), (1,
 print("output", tuple(output.shape), " weights", tuple(weights.shape))
 
 # %%
-attention_heatmap(weights[0], queries=words, keys=words,
-                  title="self-attention with Q = K = V = static embeddings")
+ax = attention_heatmap(weights[0], queries=words, keys=words,
+                       title="self-attention with Q = K = V = static embeddings")
+ax.images[0].colorbar.set_label("attention weight")
 plt.show()
 
 # %% [markdown]
