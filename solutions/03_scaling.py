@@ -12,11 +12,13 @@
 # In this lesson you will
 # 1. measure how the variance of $q \cdot k$ grows with $d_k$;
 # 2. watch the softmax saturate and its gradient vanish without the scaling, and not with it;
-# 3. learn how a boolean **mask** keeps some keys out of reach, and the NaN trap it hides;
+# 3. learn how a boolean **mask** keeps some keys out of reach, the NaN trap it hides, and
+#    the course's rule for a query that may attend to nothing;
 # 4. write `scaled_dot_product_attention(q, k, v, mask, dropout_p)`, the function every
 #    later lesson uses, and check it against PyTorch's own;
-# 5. give attention learned projections $W_Q, W_K, W_V$: one attention head, trained to
-#    answer lesson 02's question, *what does "it" refer to?*
+# 5. give attention learned projections $W_Q, W_K, W_V$: one attention head, worked number
+#    by number on a two-word sentence, then trained to answer lesson 02's question,
+#    *what does "it" refer to?*
 
 # %%
 import inspect
@@ -69,6 +71,7 @@ ax.loglog(widths, variance_scaled, "s-", label=r"$q \cdot k / \sqrt{d_k}$")
 ax.loglog(widths, widths, "k:", label=r"$d_k$ (the prediction)")
 ax.set_xlabel(r"$d_k$")
 ax.set_ylabel("variance of the score")
+ax.set_title(r"$\mathrm{Var}[q \cdot k]$ grows like $d_k$; scaled, it stays at 1")
 ax.legend()
 plt.show()
 
@@ -98,7 +101,7 @@ for ax, (d_k, scale) in zip(axes, [(4, False), (512, False), (512, True)]):
     ax.bar(range(8), weights)
     ax.set_title(f"d_k = {d_k}, " + ("scaled by 1/sqrt(d_k)" if scale else "not scaled"))
     ax.set_xlabel("key")
-axes[0].set_ylabel("weight")
+    ax.set_ylabel("weight")
 plt.tight_layout()
 plt.show()
 
@@ -107,11 +110,15 @@ plt.show()
 # $1/8$ would be a uniform average over the 8 keys.
 
 # %%
-def largest_weight(d_k, scale, n=2000, T_k=8):
-    generator = torch.Generator().manual_seed(d_k)
+def random_scores(d_k, generator, n=2000, T_k=8):
+    """n random queries, each against its own T_k random keys: the (n, T_k) scores, not scaled."""
     q = torch.randn(n, 1, d_k, generator=generator)      # (n, 1, d_k): n queries
     keys = torch.randn(n, T_k, d_k, generator=generator) # (n, T_k, d_k)
-    scores = (q @ keys.transpose(-2, -1)).squeeze(1)     # (n, T_k)
+    return (q @ keys.transpose(-2, -1)).squeeze(1)       # (n, T_k)
+
+
+def largest_weight(d_k, scale):
+    scores = random_scores(d_k, torch.Generator().manual_seed(d_k))   # (n, T_k)
     if scale:
         scores = scores / math.sqrt(d_k)
     return scores.softmax(dim=-1).max(dim=-1).values.mean().item()
@@ -121,6 +128,24 @@ max_unscaled = [largest_weight(d_k, scale=False) for d_k in widths]
 max_scaled = [largest_weight(d_k, scale=True) for d_k in widths]
 for d_k, a, b in zip(widths, max_unscaled, max_scaled):
     print(f"d_k={d_k:>4}: largest weight {a:.2f} not scaled, {b:.2f} scaled")
+
+# %% [markdown]
+# Not scaled, these scores reach the hundreds ($\sqrt{1024} = 32$ is only their typical
+# size), and the softmax written out as $e^{s_i} / \sum_j e^{s_j}$ cannot take that: in
+# float32 $e^{s}$ overflows to `inf` from $s \approx 88.7$ on, and $\infty / \infty$ is NaN.
+# `torch.softmax` first subtracts each row's largest score $m$, which changes nothing (the
+# $e^{-m}$ cancels) and keeps every exponent $\le 0$: the stable softmax of lesson 02.
+
+# %%
+scores = random_scores(1024, torch.Generator().manual_seed(1024))    # (2000, 8): d_k = 1024, not scaled
+row = scores[scores.max(dim=-1).values.argmax()]                     # (8,): the row with the largest score
+print("scores:              ", row)
+print("exp(s) / sum exp(s): ", row.exp() / row.exp().sum())
+shifted = row - row.max()                                            # (8,): largest is now 0
+print("the max subtracted:  ", shifted.exp() / shifted.exp().sum())
+print("torch.softmax:       ", row.softmax(dim=-1))
+naive = scores.exp() / scores.exp().sum(dim=-1, keepdim=True)        # (2000, 8)
+print(f"rows the written-out softmax turns to NaN: {naive.isnan().any(dim=-1).sum()} of {len(scores)}")
 
 # %% [markdown]
 # ## 3. ... and a saturated softmax passes back no gradient
@@ -138,15 +163,13 @@ for d_k, a, b in zip(widths, max_unscaled, max_scaled):
 # measure it: the size of the gradient reaching the scores, for a random upstream gradient.
 
 # %%
-def score_gradient(d_k, scale, n=2000, T_k=8):
+def score_gradient(d_k, scale):
     generator = torch.Generator().manual_seed(d_k)
-    q = torch.randn(n, 1, d_k, generator=generator)          # (n, 1, d_k)
-    keys = torch.randn(n, T_k, d_k, generator=generator)     # (n, T_k, d_k)
-    scores = (q @ keys.transpose(-2, -1)).squeeze(1)         # (n, T_k)
+    scores = random_scores(d_k, generator)                   # (n, T_k)
     if scale:
         scores = scores / math.sqrt(d_k)
     scores = scores.detach().requires_grad_()
-    upstream = torch.randn(n, T_k, generator=generator)      # what the loss sends back
+    upstream = torch.randn(scores.shape, generator=generator)   # (n, T_k): what the loss sends back
     (scores.softmax(dim=-1) * upstream).sum().backward()
     return scores.grad.norm(dim=-1).mean().item()            # mean over the n queries
 
@@ -176,7 +199,18 @@ print(f"at d_k=1024 the scores get {grad_scaled[-1] / grad_unscaled[-1]:.0f} tim
 # Dividing by $\sqrt{d_k}$ puts the scores back at variance 1 whatever the width, so the
 # softmax starts out soft and the gradient flows. (Why not learn the scale? The projections
 # could, in principle; but they start random, and by then the damage is done: a saturated
-# softmax barely trains. The fixed factor costs nothing.)
+# softmax barely trains. The fixed factor is right from the first step.)
+
+# %% [markdown]
+# **A common misreading: "the $\sqrt{d_k}$ is there to save computation."** It saves
+# nothing. Every product of $Q K^\top$ is still computed ($d_k$ multiply-adds per score), and
+# the scaling *adds* one division per score. What it buys is numerical, and this lesson
+# measured it at $d_k = 1024$: the variance of the scores goes from 1022 to 1.00 (section 1),
+# so the softmax's largest weight averages 0.36 instead of a near one-hot 0.97 (section 2),
+# and 11 times more gradient reaches the scores (above). The speed argument belongs to another
+# choice: Vaswani et al. (2017) picked dot products over additive attention because a dot
+# product is one matrix multiplication, fast on real hardware; they added the
+# $1/\sqrt{d_k}$ because large dot products pushed the softmax where its gradients vanish.
 
 # %% [markdown]
 # ## 4. Masks: keys that are off-limits
@@ -205,11 +239,15 @@ print("every row sums to 1:", torch.allclose(weights.sum(dim=-1), torch.ones(T))
 
 # %%
 fig, axes = plt.subplots(1, 2, figsize=(9, 3.4))
-axes[0].imshow(causal, cmap="Greys_r")
+image = axes[0].imshow(causal, cmap="Greys_r")
 axes[0].set_title("mask: white = may attend")
 axes[0].set_xlabel("key")
 axes[0].set_ylabel("query")
+colorbar = fig.colorbar(image, ax=axes[0], ticks=[0, 1], fraction=0.046, pad=0.04)
+colorbar.ax.set_yticklabels(["False", "True"])
+colorbar.set_label("may attend")
 attention_heatmap(weights, ax=axes[1], title="weights after the masked softmax")
+axes[1].images[0].colorbar.set_label("attention weight")
 plt.tight_layout()
 plt.show()
 
@@ -239,14 +277,83 @@ torch.tensor([0.5, 1.0, -0.3]).masked_fill(~nothing_allowed, float("-inf")).soft
 # This happens for real: a padding position's query in a fully padded row, or a sequence
 # that is padding from end to end. One NaN spreads: into the output, the next layer, the loss,
 # and every gradient; the whole model is NaN after one update.
+
+# %% [markdown]
+# ### The rule: a fully masked row gets zero weights and a zero output
 #
-# **Our choice:** such a row gets **zero weights**, so the query receives a zero vector: it
-# asked nothing could answer, and it gets nothing. It is what
-# `torch.nn.functional.scaled_dot_product_attention` does too. Filling with a large
-# negative number such as $-10^9$ instead of $-\infty$ also avoids the NaN, but a fully masked
-# row then becomes a *uniform* average over keys the mask said to ignore; finite, and
-# harmless when that position's output is ignored anyway, but less honest. The checker
-# accepts both.
+# A query whose mask row is all False gets **zero weights**, and so a **zero output**: it
+# asked something nothing may answer, and it gets nothing. Its gradient is zero too, never
+# NaN. `course.attention.scaled_dot_product_attention` does this, so does
+# `torch.nn.functional.scaled_dot_product_attention`, and every later lesson relies on it.
+# The recipe: fill the masked scores with $-\infty$ (`masked_fill`), take the softmax, then
+# set the weights of every row with no allowed key to 0.
+#
+# Two shortcuts look just as good. The first is not accepted here; the second can fail where
+# you do not look.
+#
+# **Shortcut 1: $-10^9$ instead of $-\infty$.** No score is infinite, so no NaN. But a row
+# that is $-10^9$ everywhere is a row of equal scores, and its softmax is uniform:
+
+# %%
+torch.tensor([0.5, 1.0, -0.3]).masked_fill(~nothing_allowed, -1e9).softmax(dim=-1)
+
+# %% [markdown]
+# The query then receives the plain average of the values of keys it was told to ignore:
+# finite, but not what the mask says, and not what PyTorch gives (section 6 shows it).
+#
+# **Shortcut 2: let the NaN happen, then replace it** with `nan_to_num(0.0)`, and call it
+# done. The forward values come out right. But the NaN was made in the forward pass, and the backward pass
+# walks back through it: the softmax's backward multiplies by the softmax's own output, and
+# $0 \cdot \text{NaN} = \text{NaN}$. Here are two ways to mask the same scores, for two queries
+# of which the second may attend to nothing: an *additive* mask ($0$ or $-\infty$ added to the
+# scores) with `nan_to_num` after, and the recipe above.
+
+# %%
+allowed = torch.tensor([[True, True, False],
+                        [False, False, False]])                     # (T_q=2, T_k=3): query 1 sees nothing
+
+
+def weights_nan_to_num(scores):                                     # (T_q, T_k) -> (T_q, T_k)
+    scores = scores + torch.where(allowed, 0.0, float("-inf"))      # additive mask
+    return scores.softmax(dim=-1).nan_to_num(0.0)                   # row 1: NaN, replaced by 0
+
+
+def weights_zeroed(scores):                                         # (T_q, T_k) -> (T_q, T_k)
+    weights = scores.masked_fill(~allowed, float("-inf")).softmax(dim=-1)   # row 1: NaN ...
+    return weights.masked_fill(~allowed.any(dim=-1, keepdim=True), 0.0)     # ... set to 0
+
+
+generator = torch.Generator().manual_seed(4)
+q = torch.randn(2, 4, generator=generator)                          # (T_q, d_k)
+k = torch.randn(3, 4, generator=generator)                          # (T_k, d_k)
+v = torch.randn(3, 2, generator=generator)                          # (T_k, d_v)
+scores = q @ k.T / math.sqrt(4)                                     # (T_q, T_k)
+print("additive mask, then nan_to_num:\n", weights_nan_to_num(scores))
+print("masked_fill, then empty rows set to 0:\n", weights_zeroed(scores))
+
+# %% [markdown]
+# The same weights, no NaN in sight. Now the backward pass: the gradients of the outputs'
+# sum with respect to the queries and the keys.
+
+# %%
+for weights_of in [weights_nan_to_num, weights_zeroed]:
+    query = q.clone().requires_grad_()                              # (T_q, d_k)
+    key = k.clone().requires_grad_()                                # (T_k, d_k)
+    output = weights_of(query @ key.T / math.sqrt(4)) @ v           # (T_q, d_v)
+    output.sum().backward()
+    print(f"{weights_of.__name__}: gradient on q\n", query.grad)
+    print("  NaN in the gradient on k:", key.grad.isnan().any().item())
+
+# %% [markdown]
+# Same forward weights, different gradients. Both versions make a NaN in row 1 during the
+# forward pass; whether it reaches the gradients depends on how the mask got into the scores.
+# An addition passes the gradient through unchanged, NaN included: query 1 gets NaN, and
+# through the scores so does every key (one optimizer step later, the whole model is NaN).
+# `masked_fill` *replaces* the scores it fills, so its backward sends exactly zero to them,
+# whatever arrives from above: the NaN stops there, query 1 gets a zero gradient and query 0
+# its true one. A clean forward pass proves nothing about the backward one; check both. The
+# recipe that is safe both ways: **$-\infty$ by `masked_fill`, softmax, then zero the rows
+# with no allowed key**.
 
 # %% [markdown]
 # ## 5. Exercise: `scaled_dot_product_attention`
@@ -254,11 +361,16 @@ torch.tensor([0.5, 1.0, -0.3]).masked_fill(~nothing_allowed, float("-inf")).soft
 # Write `scaled_dot_product_attention(q, k, v, mask=None, dropout_p=0.0)` returning
 # `(output, weights)`:
 #
-# - `q` $(\dots, T_q, d_k)$, `k` $(\dots, T_k, d_k)$, `v` $(\dots, T_k, d_v)$, any batch axes `...`;
+# - `q` $(\dots, T_q, d_k)$, `k` $(\dots, T_k, d_k)$, `v` $(\dots, T_k, d_v)$, **any batch
+#   shape** `...`: none, $(B,)$, $(B, h)$;
 # - scores $q k^\top / \sqrt{d_k}$, shape $(\dots, T_q, T_k)$;
 # - if `mask` is not `None`: a boolean tensor broadcastable to the scores, **True = may
 #   attend**; masked scores get $-\infty$ (`scores.masked_fill(~mask, float("-inf"))`);
-# - `weights` = softmax over the keys; a row with no allowed key gets zero weights, not NaN;
+# - `weights` = softmax over the keys; **a row with no allowed key gets zero weights**, so
+#   its query gets a zero output: not NaN, and not the uniform row of a $-10^9$ fill (section 4's rule);
+# - **keep the input's dtype**: float64 in, float64 out (no `.float()`, no hard-coded `torch.float32`);
+# - **gradients must flow**: the checker runs backward too, and wants finite gradients for
+#   `q`, `k` and `v`, fully masked rows included (section 4's recipe gives them);
 # - `dropout_p`: during training, attention weights are dropped at random and the kept ones
 #   scaled by $1/(1-p)$; `F.dropout(weights, p=dropout_p)` does both (at `p = 0` it does nothing);
 # - `output = weights @ v`, shape $(\dots, T_q, d_v)$.
@@ -282,7 +394,8 @@ def scaled_dot_product_attention(q, k, v, mask=None, dropout_p=0.0):
 # %% [markdown]
 # The checker runs your function without a mask on three shapes, then with a causal mask,
 # a padding mask, a per-head mask and a mask with queries that may attend to nothing, then
-# with dropout; it names the first mistake it finds.
+# with dropout; it checks the gradients as well as the outputs, and names the first mistake
+# it finds.
 
 # %%
 sdpa_ok = check.scaled_dot_product_attention(scaled_dot_product_attention)
@@ -320,8 +433,25 @@ for name, mask in [("no mask", None), ("padding", padding), ("causal", causal),
           f"(max |difference| {gap(output, want)})")
 
 # %% [markdown]
-# Equal on every mask, the fully masked query included: PyTorch gives it zeros too.
-# From here on, every lesson uses `course.attention.scaled_dot_product_attention`.
+# And section 4's first shortcut, a $-10^9$ fill, on the mask with the fully masked query:
+
+# %%
+scores = q @ k.transpose(-2, -1) / math.sqrt(d_k)                   # (B, h, T_q, T_k)
+filled = scores.masked_fill(~empty, -1e9).softmax(dim=-1) @ v       # (B, h, T_q, d_v)
+want = F.scaled_dot_product_attention(q, k, v, attn_mask=empty)     # (B, h, T_q, d_v)
+sees_a_key = empty.any(dim=-1).expand(B, h, T_q)                    # (B, h, T_q)
+print(f"-1e9 fill: equal {torch.allclose(filled, want, atol=1e-6)}  (max |difference| {gap(filled, want)})")
+print(f"  on the queries with a key to see: equal "
+      f"{torch.allclose(filled[sees_a_key], want[sees_a_key], atol=1e-6)}")
+print("  on the fully masked query, PyTorch gives", want[1, 0, 2], "and the fill gives", filled[1, 0, 2])
+print("  the average of that sequence's values: ", v[1, 0].mean(dim=0))
+
+# %% [markdown]
+# Section 4's rule is PyTorch's: ours equals `F.scaled_dot_product_attention` on every mask,
+# the fully masked query included, where both give zeros. The $-10^9$ fill matches wherever a
+# query has a key to see and fails on the one that has none, which it hands the average of
+# values it was told to ignore. From here on, every lesson uses
+# `course.attention.scaled_dot_product_attention`.
 
 # %% [markdown]
 # ## 7. One learned attention head
@@ -344,6 +474,83 @@ for name, mask in [("no mask", None), ("padding", padding), ("causal", causal),
 from course.attention import AttentionHead
 
 print(inspect.getsource(AttentionHead.forward))
+
+# %% [markdown]
+# ### One head, number by number
+#
+# Before training a head, run one by hand, on a two-word sentence, *dogs bark*, with
+# $d_{model} = 4$ and $d_k = d_v = 2$. The numbers are hand-picked small integers, so that
+# you can check every product in your head; a trained head learns its own.
+
+# %%
+X = torch.tensor([[1.0, 0.0, 1.0, 0.0],     # "dogs"
+                  [0.0, 1.0, 1.0, 1.0]])    # "bark";  X is (T=2, d_model=4)
+W_Q = torch.tensor([[1.0, 0.0],
+                    [0.0, 1.0],
+                    [0.0, 1.0],
+                    [1.0, 0.0]])            # (d_model, d_k)
+W_K = torch.tensor([[0.0, 1.0],
+                    [1.0, 0.0],
+                    [1.0, 0.0],
+                    [0.0, 0.0]])            # (d_model, d_k)
+W_V = torch.tensor([[1.0, 0.0],
+                    [0.0, 1.0],
+                    [1.0, 1.0],
+                    [0.0, 1.0]])            # (d_model, d_v)
+
+# %% [markdown]
+# **Projections.** Each row of $Q$, $K$, $V$ is one word's embedding times the matrix, e.g.
+# $q_\text{bark} = (0, 1, 1, 1)\,W_Q = (0 + 0 + 0 + 1,\; 0 + 1 + 1 + 0) = (1, 2)$.
+
+# %%
+Q = X @ W_Q                                 # (T, d_model) @ (d_model, d_k) -> (T, d_k)
+K = X @ W_K                                 # (T, d_k)
+V = X @ W_V                                 # (T, d_v)
+print("Q =", Q, "\nK =", K, "\nV =", V, sep="\n")
+
+# %% [markdown]
+# **Scores**, every query against every key (row: the word asking, column: the word
+# answering), e.g. $q_\text{bark} \cdot k_\text{dogs} = (1, 2) \cdot (1, 1) = 3$; then
+# **divided by** $\sqrt{d_k} = \sqrt{2}$.
+
+# %%
+scores = Q @ K.T                            # (T, d_k) @ (d_k, T) -> (T, T)
+scaled = scores / math.sqrt(2)              # (T, T), divided by sqrt(d_k)
+print("Q Kᵀ =", scores, "\nQ Kᵀ / √d_k =", scaled, sep="\n")
+
+# %% [markdown]
+# **Softmax** over each row. "dogs" scores both words the same, so it splits its weight
+# evenly. For "bark" only the difference $2.121 - 1.414 = 0.707$ matters (section 2):
+# $\frac{1}{1 + e^{-0.707}} = 0.670$ on "dogs", $0.330$ on itself.
+
+# %%
+weights = scaled.softmax(dim=-1)            # (T, T): each row sums to 1
+print("weights =", weights, sep="\n")
+
+# %% [markdown]
+# **Weighted values.** Each word's output is its weights times the values:
+# $o_\text{bark} = 0.670\,(2, 1) + 0.330\,(1, 3) = (1.670, 1.660)$.
+
+# %%
+output = weights @ V                        # (T, T) @ (T, d_v) -> (T, d_v)
+print("output = weights V =", output, sep="\n")
+
+# %% [markdown]
+# The package's function gives the same numbers from the same $Q, K, V$, and so does
+# `AttentionHead` given these matrices (an `nn.Linear` stores its matrix transposed,
+# $(d_k, d_{model})$, hence the `.T`):
+
+# %%
+package_output, package_weights = reference.scaled_dot_product_attention(Q, K, V)
+print("course.attention.scaled_dot_product_attention: same weights",
+      torch.allclose(weights, package_weights), " same output", torch.allclose(output, package_output))
+head = AttentionHead(d_model=4, d_k=2)
+with torch.no_grad():
+    head.w_q.weight.copy_(W_Q.T)            # (d_k, d_model)
+    head.w_k.weight.copy_(W_K.T)
+    head.w_v.weight.copy_(W_V.T)
+    head_output = head(X[None])[0]          # (1, T, d_model) -> (1, T, d_v) -> (T, d_v)
+print("AttentionHead with these weights: same output", torch.allclose(head_output, output))
 
 # %% [markdown]
 # ### Training it to resolve "it"
@@ -429,7 +636,8 @@ for ax, adjective in zip(axes, ["tired", "wide"]):
     ax.bar(range(len(words)), model.head.attn[0, -1])    # the last word's weights, (T,)
     ax.set_xticks(range(len(words)), words, rotation=60)
     ax.set_title(f'"...too {adjective}" looks here; answer: {answer}')
-axes[0].set_ylabel("attention weight")
+    ax.set_xlabel("key (word attended to)")
+    ax.set_ylabel("last word's attention weight")
 plt.tight_layout()
 plt.show()
 
