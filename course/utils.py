@@ -1,6 +1,8 @@
-"""Small helpers every lesson uses: seeding and choosing a device."""
+"""Small helpers every lesson uses: seeding, choosing a device, comparing, timing."""
 
 import random
+import time
+from collections.abc import Callable
 
 import numpy as np
 import torch
@@ -23,3 +25,20 @@ def gap(got: torch.Tensor, want: torch.Tensor) -> str:
     every run: "< 1e-6" when they agree to float32 rounding, else its order of magnitude."""
     difference = (got.detach() - want.detach()).abs().max().item()
     return "< 1e-6" if difference < 1e-6 else f"{difference:.0e}"
+
+
+def best_seconds(fn: Callable, *args, repeats: int = 5) -> float:
+    """The fastest of `repeats` timed calls fn(*args), after one warm-up call.
+
+    The minimum, not the mean: the other processes of a busy machine only ever add time,
+    so the fastest run is the closest to what the work itself costs.
+    """
+    if repeats < 1:
+        raise ValueError(f"repeats must be at least 1, got {repeats}")
+    fn(*args)  # warm up: first-call allocations and lazy imports are not the work
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        fn(*args)
+        times.append(time.perf_counter() - start)
+    return min(times)

@@ -1,7 +1,9 @@
-"""course.utils: seeding and the difference report the notebooks print."""
+"""course.utils: seeding, the difference report the notebooks print, timing."""
 
+import pytest
 import torch
 
+from course import utils
 from course.utils import device, gap, seed_everything
 
 
@@ -21,3 +23,15 @@ def test_gap_reads_the_same_whatever_the_rounding_noise():
 
 def test_device_is_a_torch_device():
     assert isinstance(device(), torch.device)
+
+
+def test_best_seconds_calls_once_to_warm_up_then_repeats_and_keeps_the_fastest():
+    calls = []
+    seconds = utils.best_seconds(lambda x: calls.append(x), 7, repeats=3)
+    assert calls == [7, 7, 7, 7]
+    assert 0 <= seconds < 0.1
+
+
+def test_best_seconds_needs_a_repeat():
+    with pytest.raises(ValueError, match="repeats must be at least 1, got 0"):
+        utils.best_seconds(print, repeats=0)
