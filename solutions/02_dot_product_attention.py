@@ -17,8 +17,6 @@
 # sequence. Attention lets every position look at every other position directly, in one step.
 
 # %%
-import time
-
 import matplotlib.pyplot as plt
 import torch
 
@@ -110,20 +108,12 @@ print("dot:      scores", tuple(scores_dot.shape), "straight from one matrix mul
 # same hardware (the milliseconds depend on the CPU; the gap is what matters):
 
 # %% tags=["nbval-ignore-output"]
-def best_seconds(fn, *args, repeats=20):
-    fn(*args)                                                  # warm up
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        fn(*args)
-        times.append(time.perf_counter() - start)
-    return min(times)
-
+from course.utils import best_seconds  # the fastest of `repeats` calls
 
 threads = torch.get_num_threads()
 torch.set_num_threads(1)
-seconds_additive = best_seconds(additive_scores, Q_demo, K_demo)
-seconds_dot = best_seconds(dot_scores, Q_demo, K_demo)
+seconds_additive = best_seconds(additive_scores, Q_demo, K_demo, repeats=20)
+seconds_dot = best_seconds(dot_scores, Q_demo, K_demo, repeats=20)
 torch.set_num_threads(threads)                                 # back to the default
 print(f"additive {seconds_additive * 1e3:.3f} ms, dot product {seconds_dot * 1e3:.3f} ms: "
       f"the dot product is {seconds_additive / seconds_dot:.0f}x faster")
