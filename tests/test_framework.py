@@ -50,9 +50,12 @@ def test_a_bug_in_the_checker_is_reported_not_raised(registered, verdict):
         return {}["missing"]
 
     passed, printed = verdict(registered("_t_bug", body), abs)
+    line = body.__code__.co_firstlineno + 1  # the line that raised, in this file
     assert passed is False
-    assert printed.startswith("❌ _t_bug: the checker stopped on an unexpected KeyError")
-    assert "Please report this." in printed
+    assert printed == (
+        f"❌ _t_bug: the checker stopped on an unexpected KeyError: 'missing' "
+        f"({__file__}:{line}). Please report this.\n"
+    )
 
 
 def test_an_exercise_is_registered_under_its_name(registered):
@@ -88,15 +91,52 @@ def test_the_verdict_names_the_unfinished_function(registered, verdict):
     checker = registered("_t_culprit", lambda candidate: fw.call(candidate, torch.zeros(2)))
     passed, printed = verdict(checker, uses_the_stub)
     assert passed is False
-    assert printed.startswith("⏳ _t_culprit: your code calls stub, which is not implemented")
+    assert printed == (
+        "⏳ _t_culprit: your code calls stub, which is not implemented yet (it still raises "
+        "NotImplementedError). Finish stub first, run its cell, then this one again.\n"
+    )
+
+
+class WithStubMethod:
+    def method(self, x):
+        # YOUR CODE HERE
+        raise NotImplementedError
+
+
+def test_a_bound_methods_own_stub_is_not_another_function():
+    with pytest.raises(fw.NotImplementedYet) as caught:
+        fw.call(WithStubMethod().method, torch.zeros(2))
+    assert caught.value.culprit is None and caught.value.args == (None,)
+
+
+def test_a_module_without_forward_is_a_mistake_not_a_stub():
+    class Misspelled(torch.nn.Module):
+        def foward(self, x):  # the typo leaves torch's own forward, which raises
+            return x
+
+    with pytest.raises(Mistake) as caught:
+        fw.call(Misspelled(), torch.zeros(2))
+    assert str(caught.value) == (
+        "PyTorch raised NotImplementedError inside your code: Module [Misspelled] is missing "
+        'the required "forward" function'
+    )
 
 
 def test_a_not_implemented_error_from_pytorch_is_a_mistake_not_a_stub():
     def sparse_view(x):
         return x.to_sparse().view(-1)  # torch has no such kernel: NotImplementedError
 
-    with pytest.raises(Mistake, match="PyTorch raised NotImplementedError"):
+    with pytest.raises(Mistake) as caught:
         fw.call(sparse_view, torch.eye(2))
+    assert str(caught.value) == (
+        "PyTorch raised NotImplementedError inside your code: Could not run 'aten::view' with "
+        "arguments from the 'SparseCPU' backend. This could be because the operator doesn't "
+        "exist for this backend, or was omitted during the selective/custom build process (if "
+        "using custom build). If you are a Facebook employee using PyTorch on mobile, please "
+        "visit https://fburl.com/ptmfixes for possible resolutions. 'aten::view' is only "
+        "available for these backends: [" + str(caught.value).split("backends: [")[1]
+    )
+    assert "\n" not in str(caught.value)  # the first line of PyTorch's message only
 
 
 def test_call_names_the_inputs_and_gives_the_first_matching_hint():
@@ -106,9 +146,41 @@ def test_call_names_the_inputs_and_gives_the_first_matching_hint():
     hints = {"cannot be multiplied": "transpose k", "multiplied": "a later hint"}
     with pytest.raises(Mistake) as caught:
         fw.call(broken, torch.zeros(2, 3), torch.zeros(4, 3), names=("q", "k"), hints=hints)
-    message = str(caught.value)
-    assert "on inputs q (2, 3), k (4, 3) your code raised ValueError" in message
-    assert message.endswith(". transpose k")
+    assert str(caught.value) == (
+        "on inputs q (2, 3), k (4, 3) your code raised ValueError: shapes cannot be "
+        "multiplied here. transpose k"
+    )
+
+
+def test_without_a_hint_the_message_ends_with_the_error_and_unnamed_inputs_are_numbered():
+    def broken(q, k, extra):
+        raise ValueError("boom")
+
+    with pytest.raises(Mistake) as caught:
+        fw.call(broken, torch.zeros(2), torch.zeros(1), 0.5, names=("q",))
+    assert (
+        str(caught.value)
+        == "on inputs q (2,), arg1 (1,), arg2=0.5 your code raised ValueError: boom"
+    )
+
+
+@pytest.mark.parametrize(
+    "operation, hint",
+    [
+        (lambda a, b: a @ b, "mixes float32 and float64"),  # "... to have the same dtype"
+        (lambda a, b: torch.bmm(a[None], b[None]), "mixes float32 and float64"),  # scalar type
+        (lambda a, b: a.t().view(-1) @ b, "use .reshape(...) instead of .view(...)"),
+    ],
+    ids=["same dtype", "scalar type", "view"],
+)
+def test_common_hints_come_with_the_errors_pytorch_really_raises(operation, hint):
+    a, b = torch.zeros(2, 3), torch.zeros(3, 2, dtype=torch.float64)
+    with pytest.raises(Mistake, match=hint.replace("(", "\\(").replace(")", "\\)")):
+        fw.call(operation, a, b)
+
+
+def test_describe_names_tensors_by_shape_and_other_values_by_repr():
+    assert fw.describe(q=torch.zeros(2, 3), p=0.5, name="x") == "q (2, 3), p=0.5, name='x'"
 
 
 def test_a_hint_function_wins_and_common_hints_back_it_up():
@@ -160,6 +232,13 @@ def test_other_names_and_extra_parameters_are_fine():
     fw.expect_signature(print, ("q",), "f(q)")  # no readable signature: nothing to judge
 
 
+def test_keyword_only_parameters_are_not_positional_parameters():
+    def keyword_only(*, k, q):  # cannot be called positionally at all: call() will say so
+        pass
+
+    fw.expect_signature(keyword_only, ("q", "k"), "f(q, k)")
+
+
 # ---------------------------------------------------------- comparisons ----------
 
 
@@ -174,9 +253,9 @@ def test_close_needs_the_same_shape_and_values():
 def test_matches_ignores_the_mistakes_undefined_entries_only():
     got = torch.tensor([1.0, 2.0, 3.0])
     assert fw.matches(got, torch.tensor([1.0, float("nan"), 3.0]))
-    assert not fw.matches(got, torch.tensor([1.0, float("nan"), 4.0]))
-    assert not fw.matches(got, torch.tensor([float("nan")] * 3))  # nothing defined: no match
-    assert not fw.matches(got, got[:2])  # another shape never matches
+    assert fw.matches(got, torch.tensor([1.0, float("nan"), 4.0])) is False
+    assert fw.matches(got, torch.tensor([float("nan")] * 3)) is False  # nothing defined
+    assert fw.matches(got, got[:2]) is False  # another shape never matches
 
 
 def test_expect_close_passes_equal_values():
@@ -184,13 +263,13 @@ def test_expect_close_passes_equal_values():
 
 
 def test_expect_close_rejects_a_slightly_off_answer_and_says_where():
-    want = torch.zeros(2, 3)
+    want = torch.ones(2, 3)
     got = want.clone()
-    got[1, 2] = 0.01
+    got[1, 2] = 1.01
     with pytest.raises(Mistake) as caught:
         fw.expect_close(got, want, "the output")
     assert str(caught.value) == (
-        "the output is not right: at index (1, 2) you have 0.01, expected 0 "
+        "the output is not right: at index (1, 2) you have 1.01, expected 1 "
         "(largest difference 0.01)"
     )
 
@@ -233,10 +312,26 @@ def test_expect_close_checks_shape_and_dtype_first():
 
 def test_expect_tuple_names_what_came():
     assert fw.expect_tuple([1, 2], ("a", "b")) == (1, 2)
-    with pytest.raises(Mistake, match=r"should return the tuple \(a, b\), got a tensor of shape"):
+    with pytest.raises(
+        Mistake, match=r"^should return the tuple \(a, b\), got a tensor of shape \(2,\)$"
+    ):
         fw.expect_tuple(torch.ones(2), ("a", "b"))
+    with pytest.raises(Mistake, match=r"^should return the tuple \(a, b\), got a str$"):
+        fw.expect_tuple("ab", ("a", "b"))
     with pytest.raises(Mistake, match=r"should return 2 things \(a, b\), got 3"):
         fw.expect_tuple((1, 2, 3), ("a", "b"))
+
+
+def test_expect_shape_adds_the_hint_only_when_there_is_one():
+    with pytest.raises(Mistake, match=r"^x has shape \(3,\), expected \(2,\)$"):
+        fw.expect_shape(torch.ones(3), (2,), "x")
+    with pytest.raises(Mistake, match=r"^x has shape \(3,\), expected \(2,\)\. one per key$"):
+        fw.expect_shape(torch.ones(3), (2,), "x", "one per key")
+
+
+def test_softmax_rows_ok_sums_over_the_last_axis():
+    rows = torch.full((2, 2, 3), 1 / 3)  # every row sums to 1 over the last axis only
+    assert fw.softmax_rows_ok(rows)
 
 
 def test_softmax_rows_ok_in_any_dtype():
@@ -254,6 +349,12 @@ def test_noncontiguous_keeps_the_values_but_not_the_layout(shape):
     t = torch.randn(shape)
     spread = fw.noncontiguous(t)
     assert torch.equal(spread, t) and not spread.is_contiguous()
+
+
+def test_noncontiguous_stores_axes_in_reverse_order():
+    assert fw.noncontiguous(torch.zeros(3, 4)).stride() == (1, 3)
+    assert fw.noncontiguous(torch.zeros(2, 3, 4)).stride() == (1, 2, 6)
+    assert fw.noncontiguous(torch.zeros(5)).stride() == (2,)
 
 
 def test_noncontiguous_breaks_view_that_merges_axes():
@@ -287,10 +388,36 @@ def test_expect_gradients_rejects_a_detached_result():
         fw.expect_gradients(lambda x, w: square(x, w).detach(), square, inputs, "y")
 
 
+def test_a_view_made_under_no_grad_carries_no_gradient_either():
+    def viewed_under_no_grad(x, w):
+        with torch.no_grad():
+            return x.view(-1)  # keeps requires_grad, but has no grad_fn: cut from the graph
+
+    inputs = {"x": torch.randn(3), "w": torch.randn(3)}
+    with pytest.raises(Mistake, match="^y: the result carries no gradient"):
+        fw.expect_gradients(viewed_under_no_grad, lambda x, w: x * 1, inputs, "y")
+
+
+def test_an_input_returned_as_it_is_is_a_fine_result():
+    inputs = {"x": torch.randn(3), "w": torch.randn(3)}
+    fw.expect_gradients(lambda x, w: (x, w * 2), lambda x, w: (x * 1, w + w), inputs, "y")
+
+
+def test_every_output_must_be_a_tensor():
+    inputs = {"x": torch.randn(3), "w": torch.randn(3)}
+    with pytest.raises(Mistake, match="^every output should be a torch.Tensor, got a float$"):
+        fw.expect_gradients(lambda x, w: (x * w, 1.0), square, inputs, "y")
+
+
 def test_expect_gradients_rejects_a_cut_input():
     inputs = {"x": torch.randn(3), "w": torch.randn(3)}
-    with pytest.raises(Mistake, match="^y: no gradient reaches w"):
+    with pytest.raises(Mistake) as caught:
         fw.expect_gradients(lambda x, w: square(x, w.detach()), square, inputs, "y")
+    assert str(caught.value) == (
+        "y: no gradient reaches w, so it could not learn: something between w and the result "
+        "is cut from the graph (.detach(), torch.no_grad(), values copied with torch.tensor(...) "
+        "or .item())"
+    )
 
 
 def test_expect_gradients_rejects_nan_gradients_with_the_hint():
@@ -301,6 +428,12 @@ def test_expect_gradients_rejects_nan_gradients_with_the_hint():
     inputs = {"x": torch.randn(3), "w": torch.randn(3)}
     with pytest.raises(Mistake, match=r"gradient with respect to x holds NaN or inf.*\. mind 0/0$"):
         fw.expect_gradients(patched, square, inputs, "y", nonfinite_hint="mind 0/0")
+    with pytest.raises(Mistake) as caught:
+        fw.expect_gradients(patched, square, inputs, "y")
+    assert str(caught.value) == (
+        "y: the gradient with respect to x holds NaN or inf, so one training step would make "
+        "the model NaN"
+    )
 
 
 def test_expect_gradients_names_a_matching_mistake_or_the_wrong_input():
@@ -310,8 +443,14 @@ def test_expect_gradients_names_a_matching_mistake_or_the_wrong_input():
     inputs = {"x": torch.randn(3), "w": torch.randn(3)}
     with pytest.raises(Mistake, match="^y: x is cut once$"):
         fw.expect_gradients(half_cut, square, inputs, "y", wrong={"x is cut once": half_cut})
-    with pytest.raises(Mistake, match="gradient with respect to x is not"):
-        fw.expect_gradients(half_cut, square, inputs, "y")
+    with pytest.raises(Mistake) as caught:  # a listed mistake that does not match is not named
+        fw.expect_gradients(half_cut, square, inputs, "y", wrong={"w is doubled": square})
+    assert str(caught.value) == (
+        "y: your values are right, but the gradient with respect to x is not, so training "
+        "would follow the wrong slope. Something on the way is cut from the graph or rebuilt "
+        "from values (.detach(), .data, torch.tensor(...)), or a step is computed without "
+        "autograd"
+    )
 
 
 def test_expect_gradients_compares_parameters_too():
@@ -335,8 +474,31 @@ def test_a_backward_that_fails_is_explained():
         return y * w
 
     inputs = {"x": torch.randn(3), "w": torch.randn(3)}
-    with pytest.raises(Mistake, match="backward pass through your code failed.*in-place"):
+    with pytest.raises(Mistake) as caught:
         fw.expect_gradients(overwrites, square, inputs, "y")
+    message = str(caught.value)
+    assert message.startswith(
+        "the backward pass through your code failed: one of the variables needed for "
+        "gradient computation has been modified by an inplace operation"
+    )
+    assert message.endswith(fw.COMMON_HINTS["modified by an inplace operation"])
+
+
+def test_a_backward_failure_without_a_known_hint_ends_with_the_error():
+    class Refuses(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 1
+
+        @staticmethod
+        def backward(ctx, grad):
+            raise RuntimeError("no backward here")
+
+    inputs = {"x": torch.randn(3), "w": torch.randn(3)}
+    with pytest.raises(
+        Mistake, match="^the backward pass through your code failed: no backward here$"
+    ):
+        fw.expect_gradients(lambda x, w: Refuses.apply(x) * w, square, inputs, "y")
 
 
 # --------------------------------------------------------------- dropout ----------
@@ -361,7 +523,7 @@ def test_expect_dropout_accepts_real_dropout():
         (_dropped(WEIGHTS, 0.3) * 0.7, "not rescaled"),
         (_dropped(WEIGHTS, 0.1), "which is dropout at p=0.1, but p=0.3 was asked"),
         (_dropped(WEIGHTS, 0.7), "p is the probability to \\*drop\\*"),
-        (_dropped(WEIGHTS, 0.3) * torch.linspace(1, 2, 16), "either 0 \\(dropped\\) or weight"),
+        (_dropped(WEIGHTS, 0.3) * torch.linspace(1, 1.5, 16), "either 0 \\(dropped\\) or weight"),
         (WEIGHTS * (torch.rand(8, 16, 1) >= 0.3) / 0.7, "drops whole rows"),
         (WEIGHTS * (torch.rand(8, 1, 16) >= 0.3) / 0.7, "drops whole keys"),
     ],
@@ -372,15 +534,80 @@ def test_expect_dropout_names_each_wrong_kind(dropped, message):
         fw.expect_dropout(dropped, WEIGHTS, 0.3, "w")
 
 
+DROPOUT_MESSAGES = {
+    "none": "w: nothing is dropped at p=0.3. Dropout belongs on these attention weights, after "
+    "the softmax, and the dropped weights are the ones that multiply v",
+    "unscaled": "w: the values that survive dropout are not rescaled: multiply them by "
+    "1 / (1 - p) = 1.43, so their expected value stays the same (F.dropout and nn.Dropout do "
+    "it for you)",
+    "fixed rate": "w: the kept values are scaled by 1.11, which is dropout at p=0.1, but "
+    "p=0.3 was asked. Use the rate you are given, not a fixed number",
+    "keep prob": "w: p is the probability to *drop* a weight, not to keep it: the kept "
+    "values are scaled by 1/p = 3.33, and should be by 1/(1 - p) = 1.43 "
+    "(F.dropout(weights, p=dropout_p))",
+    "not dropout": "w: with dropout p=0.3 each attention weight should be either 0 (dropped) "
+    "or weight / (1 - p) (kept). Apply dropout to the attention weights, after the softmax, "
+    "and to nothing else (not the queries, the scores or the output)",
+    "rows": "w: dropout drops whole rows (a query's every weight) at once; drop each weight "
+    "on its own, with a random mask of the weights' full shape (F.dropout(weights, p))",
+}
+
+
+@pytest.mark.parametrize(
+    "dropped, kind",
+    [
+        (WEIGHTS, "none"),
+        (_dropped(WEIGHTS, 0.3) * 0.7, "unscaled"),
+        (_dropped(WEIGHTS, 0.1), "fixed rate"),
+        (_dropped(WEIGHTS, 0.7), "keep prob"),
+        (_dropped(WEIGHTS, 0.3) * torch.linspace(1, 1.5, 16), "not dropout"),
+        (WEIGHTS * (torch.rand(8, 16, 1) >= 0.3) / 0.7, "rows"),
+    ],
+)
+def test_expect_dropout_messages_in_full(dropped, kind):
+    with pytest.raises(Mistake) as caught:
+        fw.expect_dropout(dropped, WEIGHTS, 0.3, "w")
+    assert str(caught.value) == DROPOUT_MESSAGES[kind]
+
+
+HEADS = torch.rand(2, 4, 16, 16, generator=torch.Generator().manual_seed(2)) + 0.1  # (B, h, T, T)
+
+
+def test_expect_dropout_on_heads_accepts_real_dropout_and_rejects_whole_heads():
+    fw.expect_dropout(_dropped(HEADS, 0.3), HEADS, 0.3, "w")
+    whole_heads = HEADS * (torch.rand(2, 4, 1, 1) >= 0.5) / 0.7
+    whole_heads[0, 0] = 0  # at least one head dropped, whatever the draw
+    with pytest.raises(Mistake, match="drops whole rows"):
+        fw.expect_dropout(whole_heads, HEADS, 0.3, "w")
+    keys = HEADS * (torch.rand(2, 4, 1, 16, generator=torch.Generator().manual_seed(3)) >= 0.3)
+    with pytest.raises(Mistake, match="drops whole keys"):
+        fw.expect_dropout(keys / 0.7, HEADS, 0.3, "w")
+
+
+def test_masked_entries_tell_nothing_about_dropout():
+    masked = WEIGHTS.clone()
+    masked[:, :, :4] = 0  # four keys masked out everywhere: zero with or without dropout
+    dropped = _dropped(masked, 0.3)
+    fw.expect_dropout(dropped, masked, 0.3, "w")
+
+
 def test_a_rate_far_from_p_is_reported():
     rows, keys = torch.arange(16)[:, None], torch.arange(16)
     keep = (rows + keys) % 8 != 0  # 12.5% dropped, on a diagonal: every row and key mixed
-    with pytest.raises(Mistake, match="you dropped 12% of the weights; about 30% should go"):
+    with pytest.raises(Mistake) as caught:
         fw.expect_dropout(WEIGHTS * keep / 0.7, WEIGHTS, 0.3, "w")
+    assert str(caught.value) == (
+        "w: with dropout p=0.3 you dropped 12% of the weights; about 30% should go. Use the "
+        "rate you are given, not a fixed number"
+    )
 
 
 def test_fresh_randomness_is_required():
     first = _dropped(WEIGHTS, 0.3, seed=0)
     fw.expect_fresh_randomness(first, _dropped(WEIGHTS, 0.3, seed=1), "w")
-    with pytest.raises(Mistake, match="two calls dropped exactly the same entries"):
+    with pytest.raises(Mistake) as caught:
         fw.expect_fresh_randomness(first, first.clone(), "w")
+    assert str(caught.value) == (
+        "w: two calls dropped exactly the same entries. Dropout must draw a new random mask on "
+        "every call: don't seed inside your function (torch.manual_seed) or keep one mask"
+    )
