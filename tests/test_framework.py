@@ -45,12 +45,16 @@ def test_a_mistake_is_printed_and_returns_false(registered, verdict):
     )
 
 
+def _lookup(table):
+    return table["missing"]  # the line the bug report must point to
+
+
 def test_a_bug_in_the_checker_is_reported_not_raised(registered, verdict):
     def body(candidate):
-        return {}["missing"]
+        return _lookup({})
 
     passed, printed = verdict(registered("_t_bug", body), abs)
-    line = body.__code__.co_firstlineno + 1  # the line that raised, in this file
+    line = _lookup.__code__.co_firstlineno + 1  # where the KeyError was raised, in this file
     assert passed is False
     assert printed == (
         f"❌ _t_bug: the checker stopped on an unexpected KeyError: 'missing' "
@@ -440,7 +444,7 @@ def test_expect_gradients_names_a_matching_mistake_or_the_wrong_input():
     def half_cut(x, w):  # same values, gradient of x halved
         return (x * x.detach()) * w
 
-    inputs = {"x": torch.randn(3), "w": torch.randn(3)}
+    inputs = {"x": torch.randn(3) * 10, "w": torch.randn(3) * 10}  # gradients far apart
     with pytest.raises(Mistake, match="^y: x is cut once$"):
         fw.expect_gradients(half_cut, square, inputs, "y", wrong={"x is cut once": half_cut})
     with pytest.raises(Mistake) as caught:  # a listed mistake that does not match is not named
@@ -481,7 +485,11 @@ def test_a_backward_that_fails_is_explained():
         "the backward pass through your code failed: one of the variables needed for "
         "gradient computation has been modified by an inplace operation"
     )
-    assert message.endswith(fw.COMMON_HINTS["modified by an inplace operation"])
+    assert message.endswith(
+        ". An in-place operation (x += ..., x[...] = ..., h.copy_(...)) overwrote a tensor that "
+        "autograd still needed for the backward pass: compute a new tensor instead "
+        "(h = torch.tanh(...))"
+    )
 
 
 def test_a_backward_failure_without_a_known_hint_ends_with_the_error():
@@ -523,7 +531,7 @@ def test_expect_dropout_accepts_real_dropout():
         (_dropped(WEIGHTS, 0.3) * 0.7, "not rescaled"),
         (_dropped(WEIGHTS, 0.1), "which is dropout at p=0.1, but p=0.3 was asked"),
         (_dropped(WEIGHTS, 0.7), "p is the probability to \\*drop\\*"),
-        (_dropped(WEIGHTS, 0.3) * torch.linspace(1, 1.5, 16), "either 0 \\(dropped\\) or weight"),
+        (_dropped(WEIGHTS, 0.3) * torch.linspace(1, 1.2, 16), "either 0 \\(dropped\\) or weight"),
         (WEIGHTS * (torch.rand(8, 16, 1) >= 0.3) / 0.7, "drops whole rows"),
         (WEIGHTS * (torch.rand(8, 1, 16) >= 0.3) / 0.7, "drops whole keys"),
     ],
@@ -560,7 +568,7 @@ DROPOUT_MESSAGES = {
         (_dropped(WEIGHTS, 0.3) * 0.7, "unscaled"),
         (_dropped(WEIGHTS, 0.1), "fixed rate"),
         (_dropped(WEIGHTS, 0.7), "keep prob"),
-        (_dropped(WEIGHTS, 0.3) * torch.linspace(1, 1.5, 16), "not dropout"),
+        (_dropped(WEIGHTS, 0.3) * torch.linspace(1, 1.2, 16), "not dropout"),
         (WEIGHTS * (torch.rand(8, 16, 1) >= 0.3) / 0.7, "rows"),
     ],
 )
