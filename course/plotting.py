@@ -8,7 +8,8 @@ def attention_heatmap(weights, queries=None, keys=None, ax=None, title=None, ann
     """Draw a (T_q, T_k) weight matrix: one row per query, one column per key.
 
     `queries` / `keys` label the rows / columns; `annotate` writes each weight in its
-    cell (default: when the matrix is small enough to read).
+    cell (default: when the matrix is small enough to read). The colorbar beside it is
+    labelled "attention weight", as every heatmap in the course must be.
     """
     w = (
         weights.detach().cpu().float()
@@ -45,5 +46,6 @@ def attention_heatmap(weights, queries=None, keys=None, ax=None, title=None, ann
                 )
     if title:
         ax.set_title(title)
-    plt.colorbar(image, ax=ax, fraction=0.046, pad=0.04)
+    colorbar = ax.figure.colorbar(image, ax=ax, fraction=0.046, pad=0.04)  # ax's own figure
+    colorbar.set_label("attention weight")
     return ax
