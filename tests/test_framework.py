@@ -619,3 +619,12 @@ def test_fresh_randomness_is_required():
         "w: two calls dropped exactly the same entries. Dropout must draw a new random mask on "
         "every call: don't seed inside your function (torch.manual_seed) or keep one mask"
     )
+
+
+def test_no_gradient_equals_a_zero_gradient_and_nothing_else():
+    inputs = {"x": torch.randn(3), "w": torch.randn(3)}
+    # w's reference gradient is all zeros; the answer does not use w at all: the same
+    fw.expect_gradients(lambda x, w: x * 2, lambda x, w: x * 2 + w * 0, inputs, "y")
+    # the reference does not use w; an answer whose result moves with w is not the same
+    with pytest.raises(Mistake, match="gradient with respect to w is not"):
+        fw.expect_gradients(lambda x, w: x * 2 + w * 1e-3, lambda x, w: x * 2, inputs, "y")
