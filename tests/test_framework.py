@@ -628,3 +628,52 @@ def test_no_gradient_equals_a_zero_gradient_and_nothing_else():
     # the reference does not use w; an answer whose result moves with w is not the same
     with pytest.raises(Mistake, match="gradient with respect to w is not"):
         fw.expect_gradients(lambda x, w: x * 2 + w * 1e-3, lambda x, w: x * 2, inputs, "y")
+
+
+class StubModule(torch.nn.Module):
+    def __init__(self, d_model):
+        super().__init__()
+        # YOUR CODE HERE
+        raise NotImplementedError
+
+
+class CallsAStub(torch.nn.Module):
+    def forward(self, x):
+        return stub(x)
+
+
+def test_a_class_whose_own_method_is_a_stub_is_not_implemented_yet():
+    with pytest.raises(fw.NotImplementedYet) as caught:
+        fw.call(StubModule, 4)
+    assert caught.value.culprit is None
+
+
+def test_a_module_that_calls_another_stub_names_it():
+    with pytest.raises(fw.NotImplementedYet) as caught:
+        fw.call(CallsAStub(), torch.zeros(2))
+    assert caught.value.culprit == "stub"
+
+
+def stub_with_a_message(x):
+    raise NotImplementedError("todo: attention")
+
+
+def test_a_stub_with_a_message_is_still_a_stub():
+    with pytest.raises(fw.NotImplementedYet) as caught:
+        fw.call(lambda x: stub_with_a_message(x) + 1, torch.zeros(2))
+    assert caught.value.culprit == "stub_with_a_message"
+
+
+def test_a_result_handed_over_instead_of_the_answer_is_explained_in_full(registered, verdict):
+    checker = registered("_t_object", lambda candidate: "ok")
+    assert verdict(checker, torch.zeros(2)) == (
+        False,
+        "❌ _t_object: expected your function or class itself, got an object of type Tensor: "
+        "write check._t_object(_t_object), without calling it first\n",
+    )
+
+
+def test_a_gradient_off_by_one_percent_is_caught():
+    inputs = {"x": torch.randn(3), "w": torch.randn(3)}
+    with pytest.raises(Mistake, match="gradient with respect to x, w is not"):
+        fw.expect_gradients(lambda x, w: square(x, w) * 1.01, square, inputs, "y")
