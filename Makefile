@@ -7,15 +7,17 @@ BIN      := $(VENV)/bin
 STAMP    := $(VENV)/.course-installed
 LAB_ARGS ?=
 LESSON   ?=
+MODULES  ?= course/*.py course/check/*.py
 # Jupyter refuses to run as root unless told; containers often run as root.
 ROOT_ARG := $(if $(filter 0,$(shell id -u 2>/dev/null)),--allow-root)
 
 .DEFAULT_GOAL := help
-.PHONY: help install lab test test-fast notebooks lint clean clean-venv
+.PHONY: help install lab test test-fast notebooks lint mutation clean clean-venv
 
 help: ## List every target with one line each
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  make %-11s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
-	@echo "  Variables: LAB_ARGS='--no-browser --port=8899' (lab), LESSON=02 (notebooks)"
+	@echo "  Variables: LAB_ARGS='--no-browser --port=8899' (lab), LESSON=02 (notebooks),"
+	@echo "             MODULES=course/rnn.py (mutation)"
 
 $(STAMP): requirements.txt pyproject.toml
 	@$(PYTHON) -c 'import sys; v = sys.version_info; sys.exit(0 if v >= (3, 10) else "Python 3.10+ is needed, found %d.%d: set PYTHON=python3.11" % v[:2])'
@@ -43,6 +45,9 @@ notebooks: $(STAMP) ## Regenerate learner + solution notebooks from solutions/NN
 lint: $(STAMP) ## ruff on the package, tests, lesson sources and notebooks
 	$(BIN)/ruff check course tests solutions notebooks
 	$(BIN)/ruff format --check course tests
+
+mutation: $(STAMP) ## Mutation score of `course` by tools/mutation.py (slow: minutes per module)
+	$(BIN)/python tools/mutation.py $(MODULES)
 
 clean: ## Remove caches and build leftovers (never notebooks or your work; keeps .venv)
 	rm -rf .pytest_cache .ruff_cache build *.egg-info
