@@ -14,11 +14,13 @@
 #
 # In this lesson you will
 # 1. write a vanilla RNN, `rnn_forward`, and check it equals `torch.nn.RNN`;
-# 2. time $T$ recurrent steps against one matrix multiply over all positions;
+# 2. time $T$ recurrent steps against one matrix multiply over all positions, and place a
+#    convolution between the two;
 # 3. measure how the gradient of the last hidden state with respect to each input shrinks
 #    with distance, in an RNN and in an LSTM;
 # 4. train a small encoder-decoder that must push a whole sequence through one vector, and
-#    watch it fail as the sequences get longer; then let it look back at every position.
+#    watch it fail as the sequences get longer; then let it look back at every position, and
+#    check that the gain is not just the extra parameters this costs.
 
 # %%
 import time
@@ -84,13 +86,15 @@ h                                                 # h_1: one memory vector per s
 #   in reading order; `h_T` $(B, d_h)$ is the last one.
 #
 # Hints: loop `for t in range(T)` and read `x[:, t]`, shape $(B, d_{in})$; collect the
-# states in a list and `torch.stack(states, dim=1)`. Don't change any input in place.
+# states in a list and `torch.stack(states, dim=1)`. Make the zeros of $h_0$ with
+# `x.new_zeros(...)`, so they have `x`'s dtype (the checker also tries float64). Don't change
+# any input in place.
 
 # %%
 def rnn_forward(x, W_xh, W_hh, b, h0=None):
     ### BEGIN SOLUTION
     B, T, _ = x.shape
-    h = torch.zeros(B, W_hh.shape[0]) if h0 is None else h0   # (B, d_h): h_0
+    h = x.new_zeros(B, W_hh.shape[0]) if h0 is None else h0   # (B, d_h): h_0, in x's dtype
     states = []
     for t in range(T):
         h = torch.tanh(x[:, t] @ W_xh + h @ W_hh + b)          # (B, d_h): the state after x[:, t]
@@ -178,6 +182,13 @@ def all_at_once(x, h_prev):                        # x, h_prev: (B, T, d)
     return torch.tanh(x @ W_xh_big + h_prev @ W_hh_big + b_big)   # (B, T, d) in one go
 
 
+torch_rnn = to_torch_rnn(W_xh_big, W_hh_big, b_big)  # the same RNN, same weights
+
+
+def recurrent_in_torch(x):                         # x: (B, T, d)
+    return torch_rnn(x)                            # the same T steps, looped in C++, one call
+
+
 print(f"{'T':>4} {'multiply-adds (both)':>21} {'sequential steps: RNN':>22} {'all at once':>12}")
 for T_ in lengths:
     multiply_adds = B_time * T_ * 2 * d * d        # x W_xh and h W_hh at every position
@@ -187,6 +198,9 @@ for T_ in lengths:
 # Now the clock. Each measurement is the best of several runs (`time.perf_counter`): noise,
 # such as another program taking the CPU for a moment, only ever adds time. The numbers
 # change from run to run and from machine to machine; the shape of the curves does not.
+#
+# Beside our Python loop we time `torch.nn.RNN` holding the same weights: the same $T$
+# dependent steps, but looped inside PyTorch's C++ code, in one call from Python.
 
 # %% tags=["nbval-ignore-output"]
 def best_seconds(fn, *args, repeats=15):
@@ -199,20 +213,22 @@ def best_seconds(fn, *args, repeats=15):
     return min(times)
 
 
-seconds = {"recurrent": [], "all at once": []}
+seconds = {"recurrent, Python loop": [], "recurrent, one nn.RNN call": [], "all at once": []}
 with torch.no_grad():
     for T_ in lengths:
         x_time = torch.randn(B_time, T_, d)        # (B, T, d)
         h_prev = torch.randn(B_time, T_, d)        # (B, T, d): pretend the states were known
-        seconds["recurrent"].append(best_seconds(recurrent, x_time))
+        seconds["recurrent, Python loop"].append(best_seconds(recurrent, x_time))
+        seconds["recurrent, one nn.RNN call"].append(best_seconds(recurrent_in_torch, x_time))
         seconds["all at once"].append(best_seconds(all_at_once, x_time, h_prev))
-for T_, slow, fast in zip(lengths, seconds["recurrent"], seconds["all at once"]):
-    print(f"T={T_:>4}: recurrent {slow * 1e3:7.3f} ms, all at once {fast * 1e3:6.3f} ms, "
-          f"{slow / fast:5.1f}x")
+print(f"{'T':>4} {'Python loop':>12} {'nn.RNN':>9} {'all at once':>12} {'loop / all at once':>19}")
+for T_, loop, in_torch, fast in zip(lengths, *seconds.values()):
+    print(f"{T_:>4} {loop * 1e3:9.3f} ms {in_torch * 1e3:6.3f} ms {fast * 1e3:9.3f} ms "
+          f"{loop / fast:18.1f}x")
 
 # %% tags=["nbval-ignore-output"]
 fig, ax = plt.subplots(figsize=(6, 3.5))
-for name, marker in [("recurrent", "o"), ("all at once", "s")]:
+for name, marker in zip(seconds, "o^s"):
     ax.plot(lengths, [s * 1e3 for s in seconds[name]], marker=marker, label=name)
 ax.set_xscale("log", base=2)
 ax.set_yscale("log")
@@ -229,16 +245,79 @@ plt.show()
 # thousands of cores, the one large multiply stays nearly flat until the GPU is full, while
 # the loop cannot use the extra cores at all: step $t$ still waits for step $t-1$.
 #
+# Not all of the loop's time is arithmetic, though. Each step is a handful of tiny
+# operations (a product, an addition, a tanh), and each one is a separate round trip: through
+# the Python interpreter in our loop, through PyTorch's dispatcher to a kernel in both loops
+# (on a GPU, one kernel launch per operation). That fixed cost per step is paid $T$ times,
+# and at $d = 64$ it is larger than the multiply-adds themselves. Per position, at the
+# longest $T$:
+
+# %% tags=["nbval-ignore-output"]
+for name, times in seconds.items():
+    print(f"{name:<28} {times[-1] / lengths[-1] * 1e6:6.2f} µs per position")
+
+# %% [markdown]
+# Moving the loop from Python into C++ (`nn.RNN`) removes the interpreter's share, and on
+# this CPU that is the smaller part: `nn.RNN` still takes most of the loop's time, because
+# it too makes its small calls one step after the other. Most of the gap to "all at once"
+# is the price of many small dependent operations, each too small to keep the hardware busy
+# and none able to start before the previous one ends. Faster code can shave the overhead
+# per step; only removing the dependency removes the $T$.
+#
 # The Transformer paper ("Attention Is All You Need", Vaswani et al. 2017, Table 1) puts it in
-# one table. For a sequence of length $n$ and width $d$:
+# one table, with a third kind of layer, the convolution, between the two. For a sequence
+# of length $n$, width $d$ and a convolution kernel of width $k$:
 #
 # | layer | work per layer | sequential operations | longest path between two positions |
 # |---|---|---|---|
 # | recurrent | $O(n \cdot d^2)$ | $O(n)$ | $O(n)$ |
+# | convolutional | $O(k \cdot n \cdot d^2)$ | $O(1)$ | $O(n/k)$ contiguous kernels, $O(\log_k(n))$ dilated |
 # | self-attention | $O(n^2 \cdot d)$ | $O(1)$ | $O(1)$ |
 #
-# Self-attention does *more* arithmetic when $n > d$, but all of it at once. The last column
-# is the next section.
+# Self-attention does *more* arithmetic than a recurrent layer when $n > d$, but all of it
+# at once. The last column is the next section.
+
+# %% [markdown]
+# **A convolution is a sliding word window.** Each output position reads the $k$ inputs
+# around it, one $d \times d$ matrix per offset $j$ in the window:
+#
+# $$
+# y_t = \sum_{j} x_{t+j} W_j + b ,
+# $$
+#
+# that is $k$ products of size $d \times d$ at each of $n$ positions, $O(k \cdot n \cdot d^2)$.
+# No output waits for another, so all positions are computed at once, like attention. But one
+# layer sees only its window: for position 1 to reach position $n$, layers must be stacked.
+# Each contiguous layer widens what one output sees by $k - 1$ positions; a dilated layer,
+# whose $k$ taps at layer $\ell$ are $k^{\ell}$ positions apart, multiplies it by $k$. A CNN
+# is parallel over positions but reaches far only with depth.
+#
+# And $W_j$ is the same for every neighbour at offset $j$, whatever word sits there: the
+# convolution mixes its inputs by *position*, with weights fixed once training ends.
+# Attention's weights are computed from the *content*, by comparing the inputs themselves,
+# so the same layer can read a neighbour in one sentence and a word fifty positions away in
+# the next.
+
+# %%
+def conv_layers_to_see(n, k, dilated=False):
+    """How many stacked convolutions of width k one output needs to see n positions."""
+    layers, width = 0, 1                           # width: positions one output sees
+    while width < n:
+        width += (k - 1) * (k**layers if dilated else 1)   # dilated: taps k**layers apart
+        layers += 1
+    return layers
+
+
+k = 3
+print(f"{'n':>5} {'recurrent':>10} {f'conv k={k}':>10} {f'dilated k={k}':>14} {'attention':>10}")
+for n in [16, 64, 256, 1024]:
+    print(f"{n:>5} {n - 1:>10} {conv_layers_to_see(n, k):>10} "
+          f"{conv_layers_to_see(n, k, dilated=True):>14} {1:>10}")
+
+# %% [markdown]
+# Steps between the first and the last position, for each kind of layer: the recurrent
+# path grows with $n$, the contiguous convolution's with $n / (k - 1)$, the dilated one's
+# with $\log_k(n)$, and attention's is one step at every length.
 
 # %% [markdown]
 # ## 5. Distance: the gradient fades on the way
@@ -331,8 +410,8 @@ for ax, names in zip(axes, [list(gradients)[:3], list(gradients)[3:]]):
         ax.plot(range(T_g), gradients[name], label=name)
     ax.set_yscale("log")
     ax.set_xlabel("distance T - t")
+    ax.set_ylabel(r"$\|\partial h_T / \partial x_t\|$ (log scale)")
     ax.legend()
-axes[0].set_ylabel("|d h_T / d x_t|")
 axes[0].set_title("vanilla RNN: vanishing or exploding")
 axes[1].set_title("RNN vs LSTM")
 plt.tight_layout()
@@ -449,8 +528,60 @@ print("reversed exactly:  " + "".join(f"{a:>5.0%}" for a in accuracy["one contex
 #
 # Now change one thing. Let the decoder, at every output step, **look back at all the
 # encoder's states** $h_1, \dots, h_T$ and take a weighted average of them, with weights it
-# computes from its own state: additive attention (Bahdanau et al., 2015). Same $d_h$, same
-# data, same number of training steps (the attention's scoring layers add some parameters):
+# computes from its own state: additive attention (Bahdanau et al., 2015).
+
+# %% [markdown]
+# **The same thing as queries, keys and values**, the words lesson 02 is built on. At output
+# step $i$ the decoder asks a question and the source answers:
+#
+# | role | here | shape |
+# |---|---|---|
+# | query $q_i$ | the decoder's state at output step $i$ | $(B, T_{tgt}, d_h)$ |
+# | keys $k_j$ | the encoder's states $h_j$, one per source position $j$ | $(B, T_{src}, d_h)$ |
+# | values $v_j$ | the *same* encoder states $h_j$ | $(B, T_{src}, d_h)$ |
+#
+# A key is what a source position is compared on; a value is what it hands over. The score
+# of query $i$ against key $j$ is a small MLP, a softmax over the source positions turns the
+# scores into weights, and the weights average the values:
+#
+# $$
+# e_{ij} = v_a^\top \tanh\left(W_a q_i + U_a k_j\right), \qquad
+# \alpha_{ij} = \frac{e^{e_{ij}}}{\sum_{j'} e^{e_{ij'}}}, \qquad
+# c_i = \sum_j \alpha_{ij} \, v_j ,
+# $$
+#
+# with learned $W_a, U_a$ of size $d_h \times d_h$ and a vector $v_a$ (`w_query`, `w_memory`
+# and `v` in `course.rnn.AdditiveAttention`); padding gets weight 0. The decoder predicts
+# its next digit from its state and $c_i$ together. Lesson 02 keeps queries, keys and values
+# and replaces the MLP score by a dot product, $e_{ij} = q_i \cdot k_j$: no extra layers,
+# and every pair scored in one matrix multiply.
+#
+# (Bahdanau's decoder looks up before its recurrent step, with the previous state as the
+# query; `Seq2SeqRNN`, like Luong et al., 2015, looks up after it. The lookup is the same.)
+#
+# The formula, by hand, equals the model's attention layer (random weights here, any
+# weights would do):
+
+# %%
+seed_everything(0)
+demo = Seq2SeqRNN(DIGIT_VOCAB, DIGIT_VOCAB, d_embed=16, d_hidden=64, attention=True)
+src_demo, tgt_in_demo, _ = digit_task(4, lengths_task, torch.Generator().manual_seed(0),
+                                      reverse=True)                    # (4, 16), (4, 17)
+encoded = demo.encode(src_demo)           # memory (B, T_src, d_h), state (1, B, d_h), src_mask
+queries, _ = demo.decoder(demo.tgt_embed(tgt_in_demo), encoded.state)  # (B, T_tgt, d_h)
+keys = values = encoded.memory                                         # (B, T_src, d_h)
+W_a, U_a, v_a = demo.attention.w_query, demo.attention.w_memory, demo.attention.v
+scores = v_a(torch.tanh(W_a(queries)[:, :, None] + U_a(keys)[:, None]))  # (B, T_tgt, T_src, 1)
+scores = scores.squeeze(-1)                                            # (B, T_tgt, T_src)
+scores = scores.masked_fill(~encoded.src_mask[:, None], float("-inf"))  # padding: never chosen
+alpha = scores.softmax(dim=-1)                                         # (B, T_tgt, T_src)
+context = alpha @ values                                               # (B, T_tgt, d_h)
+want, _ = demo.attention(queries, encoded.memory, encoded.src_mask)    # (B, T_tgt, d_h)
+print(f"by hand equal to AdditiveAttention: {torch.allclose(context, want, atol=1e-6)} "
+      f"(max |difference| {gap(context, want)})")
+
+# %% [markdown]
+# Same $d_h$, same data, same number of training steps:
 
 # %% tags=["nbval-ignore-output"]
 seed_everything(0)
@@ -461,32 +592,81 @@ print(f"{parameters(with_attention):,} parameters")
 print("length:            " + "".join(f"{n:>5}" for n in lengths_task))
 print("reversed exactly:  " + "".join(f"{a:>5.0%}" for a in accuracy["with attention"]))
 
+# %% [markdown]
+# A big difference, but not a fair fight yet: attention is not free. $W_a$, $U_a$ (with
+# its bias) and $v_a$, and an output layer that now reads $2 d_h$ numbers instead of $d_h$,
+# add parameters. Is the attention model better only because it is bigger? The control:
+# a model *without* attention whose hidden size is raised until it has as many parameters,
+# trained with the same budget (same data, steps, learning rate and clipping).
+
+# %%
+def seq2seq(d_hidden, attention=False):
+    return Seq2SeqRNN(DIGIT_VOCAB, DIGIT_VOCAB, d_embed=16, d_hidden=d_hidden,
+                      attention=attention)
+
+
+target = parameters(with_attention)
+d_matched = min(range(64, 129), key=lambda d_h: abs(parameters(seq2seq(d_h)) - target))
+baseline = parameters(fixed_context)
+rows = [("one context vector", 64, baseline),
+        ("with attention", 64, target),
+        ("one context vector, capacity-matched", d_matched, parameters(seq2seq(d_matched)))]
+print(f"{'model':<37} {'d_hidden':>8} {'parameters':>11} {'vs one context vector':>22}")
+for name, d_h, n in rows:
+    print(f"{name:<37} {d_h:>8} {n:>11,} {n / baseline - 1:>+22.1%}")
+
+# %% [markdown]
+# A hidden size of 74 brings the model without attention within 1% of the attention
+# model's count. Trained the same way:
+
+# %% tags=["nbval-ignore-output"]
+seed_everything(0)
+capacity_matched = train(seq2seq(d_matched))
+accuracy["capacity-matched"] = accuracy_by_length(capacity_matched)
+print(f"{parameters(capacity_matched):,} parameters")
+print("length:            " + "".join(f"{n:>5}" for n in lengths_task))
+print("reversed exactly:  " + "".join(f"{a:>5.0%}" for a in accuracy["capacity-matched"]))
+
 # %%
 fig, ax = plt.subplots(figsize=(6.5, 3.5))
-for name, marker in [("one context vector", "o"), ("with attention", "s")]:
-    ax.plot(list(lengths_task), accuracy[name], marker=marker, label=name)
+labels = {"one context vector": f"one context vector, d_hidden 64 ({baseline:,} parameters)",
+          "capacity-matched":
+              f"one context vector, d_hidden {d_matched} ({parameters(capacity_matched):,})",
+          "with attention": f"with attention, d_hidden 64 ({target:,})"}
+for (name, label), marker in zip(labels.items(), "o^s"):
+    ax.plot(list(lengths_task), accuracy[name], marker=marker, label=label)
 ax.set_xlabel("source length (digits)")
-ax.set_ylabel("reversed exactly")
+ax.set_ylabel("fraction reversed exactly")
 ax.set_ylim(-0.03, 1.03)
-ax.set_title("GRU encoder-decoder, d_hidden = 64, 500 training steps")
-ax.legend()
+ax.set_title("GRU encoder-decoders, 500 training steps each")
+ax.legend(fontsize=8)
 plt.tight_layout()
 plt.show()
 
 # %% [markdown]
-# The claim of this section, checked (these lines are compared on every test run):
+# The extra hidden units help at middle lengths, and hardly at all from 12 digits up: with
+# as many parameters as the attention model, one context vector still fails on long strings.
+# The advantage comes from what attention lets the decoder read, not from its size.
+#
+# The claims of this section, checked (these lines are compared on every test run):
 
 # %%
 one_vector, attention = accuracy["one context vector"], accuracy["with attention"]
+matched = accuracy["capacity-matched"]
 at_least = {n: [i for i, length in enumerate(lengths_task) if length >= n] for n in (9, 12)}
 print("one context vector, under 20% reversed exactly at every length from 12 digits up:",
       all(one_vector[i] < 0.2 for i in at_least[12]))
 print("with attention, more reversed exactly at every length from 9 digits up:",
       all(attention[i] > one_vector[i] for i in at_least[9]))
+print("capacity-matched, still under 20% reversed exactly at every length from 12 digits up:",
+      all(matched[i] < 0.2 for i in at_least[12]))
+print("with attention, more reversed exactly than capacity-matched from 9 digits up:",
+      all(attention[i] > matched[i] for i in at_least[9]))
 
 # %% [markdown]
-# Where did the attention model look? For one 10-digit string, each row is one output step,
-# each column a source digit; a bright cell is a large weight.
+# Where did the attention model look? For one 10-digit string, each row is one output step
+# (one query), each column a source digit (one key); a bright cell is a large weight
+# $\alpha_{ij}$.
 
 # %%
 from course.plotting import attention_heatmap
@@ -498,10 +678,13 @@ written = [show(token.view(1)) for token in guess[0, :weights.shape[0]]]        
 fig, ax = plt.subplots(figsize=(5.5, 5))
 attention_heatmap(weights, queries=written, keys=list(show(src[0])), ax=ax,
                   title="decoder step (rows) attends to source digit (columns)", annotate=False)
+ax.set_xlabel("source digit (key)")
+ax.set_ylabel("digit written at this step (query)")
+ax.images[0].colorbar.set_label("attention weight")
 plt.show()
 
 # %% [markdown]
-# An anti-diagonal: to write the $k$-th digit of the answer, the decoder reads the $k$-th
+# An anti-diagonal: to write the $i$-th digit of the answer, the decoder reads the $i$-th
 # digit from the end of the source, directly, one step away, however long the string is.
 # Nothing has to be squeezed into one vector, and nothing has to survive a long path.
 #
@@ -509,4 +692,5 @@ plt.show()
 # Attention was first bolted onto an RNN, as here. The Transformer's step is to drop the
 # recurrence altogether and build everything from attention: every position looks at every
 # other position directly, all positions at once. Lesson 02 starts with the core of it,
-# dot-product attention as a soft dictionary lookup.
+# dot-product attention as a soft dictionary lookup: the same queries, keys and values, with
+# a dot product as the score.
