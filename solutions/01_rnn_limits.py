@@ -23,8 +23,6 @@
 #    check that the gain is not just the extra parameters this costs.
 
 # %%
-import time
-
 import matplotlib.pyplot as plt
 import torch
 import torch.nn.functional as F
@@ -203,24 +201,16 @@ for T_ in lengths:
 # dependent steps, but looped inside PyTorch's C++ code, in one call from Python.
 
 # %% tags=["nbval-ignore-output"]
-def best_seconds(fn, *args, repeats=15):
-    fn(*args)                                      # warm up
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        fn(*args)
-        times.append(time.perf_counter() - start)
-    return min(times)
-
+from course.utils import best_seconds  # the fastest of `repeats` calls
 
 seconds = {"recurrent, Python loop": [], "recurrent, one nn.RNN call": [], "all at once": []}
 with torch.no_grad():
     for T_ in lengths:
         x_time = torch.randn(B_time, T_, d)        # (B, T, d)
         h_prev = torch.randn(B_time, T_, d)        # (B, T, d): pretend the states were known
-        seconds["recurrent, Python loop"].append(best_seconds(recurrent, x_time))
-        seconds["recurrent, one nn.RNN call"].append(best_seconds(recurrent_in_torch, x_time))
-        seconds["all at once"].append(best_seconds(all_at_once, x_time, h_prev))
+        seconds["recurrent, Python loop"].append(best_seconds(recurrent, x_time, repeats=15))
+        seconds["recurrent, one nn.RNN call"].append(best_seconds(recurrent_in_torch, x_time, repeats=15))
+        seconds["all at once"].append(best_seconds(all_at_once, x_time, h_prev, repeats=15))
 print(f"{'T':>4} {'Python loop':>12} {'nn.RNN':>9} {'all at once':>12} {'loop / all at once':>19}")
 for T_, loop, in_torch, fast in zip(lengths, *seconds.values()):
     print(f"{T_:>4} {loop * 1e3:9.3f} ms {in_torch * 1e3:6.3f} ms {fast * 1e3:9.3f} ms "
