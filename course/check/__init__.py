@@ -8,9 +8,18 @@
 
 from course.check._framework import EXERCISES
 
-from course.check.rnn import rnn_forward  # isort: skip (lesson 01 registers first)
+# Lesson order is registration order: EXERCISES lists the checkers as they are imported.
+# isort: off
+from course.check.rnn import rnn_forward
 from course.check.attention import dot_product_attention, scaled_dot_product_attention
 from course.check.multihead import MultiHeadAttention, merge_heads, split_heads
+
+# Lessons 05-07: each module lists its checkers in its own __all__.
+from course.check.positional import *  # noqa: F403
+from course.check.masking import *  # noqa: F403
+from course.check.layers import *  # noqa: F403
+
+# isort: on
 
 __all__ = [
     "EXERCISES",
@@ -20,4 +29,7 @@ __all__ = [
     "split_heads",
     "merge_heads",
     "MultiHeadAttention",
+    *positional.__all__,  # noqa: F405
+    *masking.__all__,  # noqa: F405
+    *layers.__all__,  # noqa: F405
 ]

@@ -1,0 +1,3 @@
+"""Checkers for lesson 07 (Add & Norm, feed-forward): LayerNorm, EncoderLayer. (Being written.)"""
+
+__all__: list[str] = []
