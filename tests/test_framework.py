@@ -6,6 +6,8 @@ in a checker still gives one ❌ line, a slightly-off answer is never let throug
 mistaken answer that is NaN everywhere diagnoses nothing.
 """
 
+from pathlib import Path
+
 import pytest
 import torch
 
@@ -677,3 +679,53 @@ def test_a_gradient_off_by_one_percent_is_caught():
     inputs = {"x": torch.randn(3), "w": torch.randn(3)}
     with pytest.raises(Mistake, match="gradient with respect to x, w is not"):
         fw.expect_gradients(lambda x, w: square(x, w) * 1.01, square, inputs, "y")
+
+
+class StubForward(torch.nn.Module):
+    def forward(self, x):
+        # YOUR CODE HERE
+        raise NotImplementedError
+
+
+def test_a_module_instances_own_stub_forward_is_not_another_function():
+    # the checker calls an instance: its class's methods are the learner's own code
+    with pytest.raises(fw.NotImplementedYet) as caught:
+        fw.call(StubForward(), torch.zeros(2))
+    assert caught.value.culprit is None and caught.value.args == (None,)
+
+
+def test_an_input_neither_answer_uses_is_no_mismatch():
+    inputs = {"x": torch.randn(3), "unused": torch.randn(3)}
+    fw.expect_gradients(lambda x, unused: x * 2, lambda x, unused: x * 2, inputs, "y")
+
+
+@pytest.mark.parametrize("p", [0.3, 0.7])
+def test_whole_rows_or_keys_are_caught_at_any_rate_on_any_shape(p):
+    gen = torch.Generator().manual_seed(5)
+    weights = torch.rand(8, 6, 10, generator=gen) + 0.1  # T_q != T_k
+    rows = weights * (torch.rand(8, 6, 1, generator=gen) >= p) / (1 - p)
+    keys = weights * (torch.rand(8, 1, 10, generator=gen) >= p) / (1 - p)
+    with pytest.raises(Mistake, match="drops whole rows"):
+        fw.expect_dropout(rows, weights, p, "w")
+    with pytest.raises(Mistake, match="drops whole keys"):
+        fw.expect_dropout(keys, weights, p, "w")
+
+
+def test_a_signature_read_from_a_classes_forward_leaves_self_out():
+    class Attention(torch.nn.Module):
+        def forward(self, query, key, value, mask=None):
+            return query
+
+    fw.expect_signature(Attention.forward, ("query", "key", "value", "mask"), "forward(q, k, v)")
+
+
+def test_a_not_implemented_error_without_a_message_from_pytorch_is_a_mistake():
+    # code compiled under torch's own folder: where PyTorch's NotImplementedErrors come from
+    where = str(Path(torch.__file__).parent / "_not_a_real_file.py")
+    scope = {}
+    exec(compile("def op(x):\n    raise NotImplementedError\n", where, "exec"), scope)
+    with pytest.raises(Mistake) as caught:
+        fw.call(lambda x: scope["op"](x), torch.zeros(2))
+    assert str(caught.value) == (
+        "PyTorch raised NotImplementedError inside your code: (no message)"
+    )

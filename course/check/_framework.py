@@ -200,7 +200,7 @@ def _stub_culprit(error: NotImplementedError, candidate) -> str | None:
     in_torch = Path(torch.__file__).parent in Path(code.co_filename).parents
     a_stub = (frames[-1].line or "").startswith("raise NotImplementedError") or not str(error)
     if in_torch or not a_stub:
-        first_line = str(error).strip().splitlines()[0] if str(error).strip() else ""
+        first_line = str(error).strip().splitlines()[0] if str(error).strip() else "(no message)"
         raise Mistake(f"PyTorch raised NotImplementedError inside your code: {first_line}")
     if code in _own_code(candidate):
         return None
@@ -489,8 +489,9 @@ def expect_dropout(dropped: torch.Tensor, kept_all: torch.Tensor, p: float, what
     scaled = torch.isclose(dropped.double(), kept_all.double() / (1 - p), atol=1e-6, rtol=1e-4)
     if not (zero | scaled)[informative].all():
         ratio = (dropped.double() / kept_all.double())[informative & ~zero]
-        if ratio.numel() and float(ratio.max() - ratio.min()) < 1e-4 and float(ratio[0]) > 1:
-            used = 1 - 1 / float(ratio[0])
+        scale = float(ratio.mean()) if ratio.numel() else 0.0  # one scale for all kept?
+        if ratio.numel() and float(ratio.max() - ratio.min()) < 1e-4 and scale > 1.001:
+            used = 1 - 1 / scale
             if math.isclose(used, 1 - p, abs_tol=1e-3):
                 raise Mistake(
                     f"{what}: p is the probability to *drop* a weight, not to keep it: the "
@@ -498,7 +499,7 @@ def expect_dropout(dropped: torch.Tensor, kept_all: torch.Tensor, p: float, what
                     f"1/(1 - p) = {1 / (1 - p):.3g} (F.dropout(weights, p=dropout_p))"
                 )
             raise Mistake(
-                f"{what}: the kept values are scaled by {float(ratio[0]):.3g}, which is dropout "
+                f"{what}: the kept values are scaled by {scale:.3g}, which is dropout "
                 f"at p={used:.2g}, but p={p} was asked. Use the rate you are given, not a "
                 "fixed number"
             )
@@ -524,7 +525,7 @@ def expect_dropout(dropped: torch.Tensor, kept_all: torch.Tensor, p: float, what
                 f"{what}: dropout drops {whole} at once; drop each weight on its own, "
                 "with a random mask of the weights' full shape (F.dropout(weights, p))"
             )
-    share = float(zero.sum()) / max(int(informative.sum()), 1)
+    share = float(zero.sum()) / float(informative.sum())  # some are informative: see above
     if abs(share - p) > 0.07:
         raise Mistake(
             f"{what}: with dropout p={p} you dropped {share:.0%} of the weights; about "
