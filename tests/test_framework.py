@@ -713,10 +713,14 @@ def test_whole_rows_or_keys_are_caught_at_any_rate_on_any_shape(p):
 
 def test_a_signature_read_from_a_classes_forward_leaves_self_out():
     class Attention(torch.nn.Module):
-        def forward(self, query, key, value, mask=None):
+        def forward(self, key, query, value, mask=None):
             return query
 
-    fw.expect_signature(Attention.forward, ("query", "key", "value", "mask"), "forward(q, k, v)")
+    with pytest.raises(Mistake) as caught:
+        fw.expect_signature(Attention.forward, ("query", "key", "value"), "forward(q, k, v)")
+    assert str(caught.value).startswith(
+        "your parameters come in the order (key, query, value, mask);"
+    )
 
 
 def test_a_not_implemented_error_without_a_message_from_pytorch_is_a_mistake():

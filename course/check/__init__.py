@@ -14,10 +14,11 @@ from course.check.rnn import rnn_forward
 from course.check.attention import dot_product_attention, scaled_dot_product_attention
 from course.check.multihead import MultiHeadAttention, merge_heads, split_heads
 
-# Lessons 05-07: each module lists its checkers in its own __all__.
+# Lessons 05-08: each module lists its checkers in its own __all__.
 from course.check.positional import *  # noqa: F403
 from course.check.masking import *  # noqa: F403
 from course.check.layers import *  # noqa: F403
+from course.check.transformer import *  # noqa: F403
 
 # isort: on
 
@@ -32,4 +33,5 @@ __all__ = [
     *positional.__all__,  # noqa: F405
     *masking.__all__,  # noqa: F405
     *layers.__all__,  # noqa: F405
+    *transformer.__all__,  # noqa: F405
 ]

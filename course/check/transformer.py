@@ -1,0 +1,3 @@
+"""Checkers for lesson 08 (the full Transformer): DecoderLayer. (Being written.)"""
+
+__all__: list[str] = []
