@@ -20,11 +20,7 @@ import inspect
 import pytest
 import torch
 
-from course import attention, check, multihead, rnn
-
-# from course import positional  # lesson 05
-# from course import masking  # lesson 06
-# from course import layers  # lesson 07
+from course import attention, check, layers, masking, multihead, positional, rnn
 from course.check import EXERCISES
 
 # The course's answer to each exercise: what a learner's correct answer must match.
@@ -35,11 +31,11 @@ REFERENCES = {
     "split_heads": multihead.split_heads,
     "merge_heads": multihead.merge_heads,
     "MultiHeadAttention": multihead.MultiHeadAttention,
-    # "sinusoidal_encoding": positional.sinusoidal_encoding,  # lesson 05
-    # "causal_mask": masking.causal_mask,  # lesson 06
-    # "padding_mask": masking.padding_mask,  # lesson 06
-    # "LayerNorm": layers.LayerNorm,  # lesson 07
-    # "EncoderLayer": layers.EncoderLayer,  # lesson 07
+    "sinusoidal_encoding": positional.sinusoidal_encoding,  # lesson 05
+    "causal_mask": masking.causal_mask,  # lesson 06
+    "padding_mask": masking.padding_mask,  # lesson 06
+    "LayerNorm": layers.LayerNorm,  # lesson 07
+    "EncoderLayer": layers.EncoderLayer,  # lesson 07
 }
 # Exercises whose answer is a constant of its integer arguments (a table, a boolean mask):
 # nothing flows backward through them, so the backward mutations below do not apply. Their

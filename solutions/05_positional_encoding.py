@@ -1,0 +1,559 @@
+# %% [markdown]
+# # 05 · Positional encoding
+#
+# **The idea.** Attention compares every query with every key and averages the values. Nothing
+# in that computation says which key came first: it treats a sequence as a *set*. Shuffle the
+# words and every word gets exactly the same answer as before, only in the shuffled order.
+# "dog bites man" and "man bites dog" look the same to it. The Transformer (Vaswani et al.,
+# 2017, "Attention Is All You Need") fixes this by adding to each word's embedding a vector
+# that depends on the word's position: the **positional encoding**.
+#
+# In this lesson you will
+# 1. prove numerically that self-attention without positions is permutation-equivariant;
+# 2. meet the paper's sinusoidal encoding, work one entry by hand, and write
+#    `sinusoidal_encoding(max_len, d_model)`;
+# 3. look at it: a heatmap, its waves from wavelength $2\pi$ to almost $10000 \cdot 2\pi$, and
+#    the dot product $PE(p) \cdot PE(p+k)$, which depends on $k$ alone;
+# 4. show that moving $k$ positions on is one fixed rotation, $PE(pos+k) = M_k\, PE(pos)$,
+#    the same matrix for every $pos$;
+# 5. build the model's input layer: token embeddings scaled by $\sqrt{d_{model}}$, positions
+#    added, dropout; and watch the order come back;
+# 6. compare with *learned* position embeddings (BERT, GPT), and see what each kind does at a
+#    position longer than any seen in training;
+# 7. look ahead at rotary position embeddings, which rotate queries and keys instead, so that
+#    $q \cdot k$ depends only on the offset between the two positions.
+
+# %%
+import math
+
+import matplotlib.pyplot as plt
+import torch
+from torch import nn
+
+from course import check
+from course.multihead import MultiHeadAttention
+from course.utils import gap, seed_everything
+
+seed_everything(0)
+torch.set_printoptions(precision=3, sci_mode=False)
+
+# %% [markdown]
+# ## 1. Attention is order-blind
+#
+# Write the $T$ input vectors of a sequence as the rows of $X$ $(T, d_{model})$, and let $P$ be
+# a permutation matrix: $PX$ is the same rows in another order. Self-attention computes
+# $Q = XW_Q$, $K = XW_K$, $V = XW_V$, all row by row, so the shuffled input gives $PQ$, $PK$,
+# $PV$. Its scores are
+#
+# $$
+# (PQ)(PK)^\top = P\,(QK^\top)\,P^\top ,
+# $$
+#
+# the same scores with rows *and* columns shuffled alike. The softmax works on each row on its
+# own and does not care in which order a row's entries come, so
+# $\operatorname{softmax}(P S P^\top) = P \operatorname{softmax}(S) P^\top$, and
+#
+# $$
+# \operatorname{Attention}(PX) = P \operatorname{softmax}\!\left(\frac{QK^\top}{\sqrt{d_k}}\right)
+# P^\top P V = P \operatorname{Attention}(X), \qquad \text{since } P^\top P = I .
+# $$
+#
+# Shuffling the input only shuffles the output: attention is **permutation-equivariant**. The
+# output projection $W_O$ acts on each row alone and keeps this, and so does every
+# position-wise layer the Transformer adds later. Let's see it on three words, with lesson 04's
+# `MultiHeadAttention`.
+
+# %%
+d_model = 8
+words = ["dog", "bites", "man"]
+embed = nn.Embedding(len(words), d_model)            # one learned vector per word, no positions
+mha = MultiHeadAttention(d_model, n_heads=2).eval()
+
+
+def tokens_of(sentence):
+    return torch.tensor([[words.index(w) for w in sentence.split()]])   # (1, T)
+
+
+def self_attend(x):
+    with torch.no_grad():
+        return mha(x, x, x)[0]                       # (1, T, d_model) -> (T, d_model)
+
+
+out_a = self_attend(embed(tokens_of("dog bites man")))   # (3, d_model)
+out_b = self_attend(embed(tokens_of("man bites dog")))   # (3, d_model)
+print("'dog' in 'dog bites man':", out_a[0])
+print("'dog' in 'man bites dog':", out_b[2])
+
+# %% [markdown]
+# The word "dog" gets the same vector whether it bites or is bitten. The whole output of the
+# second sentence is the first one's, rows reversed; and a random shuffle of a longer random
+# sequence gives the same picture:
+
+# %%
+reverse = [2, 1, 0]                                   # sentence b is sentence a backwards
+print("out(man bites dog) == out(dog bites man) reversed, largest difference:",
+      gap(out_b, out_a[reverse]))
+
+x = torch.randn(1, 10, d_model)                      # (B=1, T=10, d_model)
+shuffle = torch.randperm(10)                         # a random order of the 10 positions
+print("out(x shuffled) == out(x) shuffled, largest difference:",
+      gap(self_attend(x[:, shuffle]), self_attend(x)[shuffle]))
+print("for scale, two different positions' outputs differ by up to",
+      f"{(self_attend(x)[0] - self_attend(x)[1]).abs().max().item():.1f}")
+
+# %% [markdown]
+# The maths above is exact; in floating point the sums over the keys run in another order,
+# so the two agree to rounding (about $10^{-7}$ in float32), not always to the last bit.
+#
+# So a Transformer's layers cannot know where a word stands unless the input tells them. The
+# remedy: add to the embedding of the word at position $pos$ a vector $PE(pos)$ that is
+# different for every position. Then the same word at two places is two different inputs.
+
+# %% [markdown]
+# ## 2. The sinusoidal encoding
+#
+# The paper's $PE(pos)$ has $d_{model}$ entries, grouped in pairs $(2i, 2i+1)$ for
+# $i = 0, 1, \dots$: pair $i$ holds the sine and the cosine of one angle that grows with the
+# position at the pair's own rate $\omega_i$:
+#
+# $$
+# PE(pos, 2i) = \sin\!\left(\frac{pos}{10000^{2i/d_{model}}}\right), \qquad
+# PE(pos, 2i+1) = \cos\!\left(\frac{pos}{10000^{2i/d_{model}}}\right), \qquad
+# \omega_i = \frac{1}{10000^{2i/d_{model}}} .
+# $$
+#
+# - Both dimensions of a pair share one frequency: the exponent is $2i/d_{model}$, with $2i$
+#   the *even* dimension of the pair (0, 2, 4, ...), not the index of each dimension.
+# - $\omega_0 = 1$: the first pair turns once every $2\pi \approx 6.3$ positions. Each next
+#   pair turns slower, by the same factor, down to nearly $1/10000$ for the last one, a
+#   wavelength of almost $10000 \cdot 2\pi \approx 62{,}832$ positions.
+# - Position 0 is $(0, 1, 0, 1, \dots)$: $\sin 0 = 0$, $\cos 0 = 1$.
+# - An odd $d_{model}$ has one more even dimension than odd ones: its last dimension is a sine
+#   whose cosine partner would be dimension $d_{model}$, which does not exist.
+#
+# With $d_{model} = 8$ the numbers are round: $10000^{2i/8} = 10^i$, so $\omega_i = 1, 0.1,
+# 0.01, 0.001$. Position 3, pair 1 (dimensions 2 and 3), by hand:
+
+# %%
+pos, i, d = 3, 1, 8
+omega = 1 / 10000 ** (2 * i / d)                     # 10000^(2/8) = 10, so omega = 0.1
+print(f"omega_{i} = {omega:.3g}, angle = pos * omega = {pos * omega:.3g}")
+print(f"PE({pos}, {2 * i}) = sin({pos * omega:.3g}) = {math.sin(pos * omega):.4f}")
+print(f"PE({pos}, {2 * i + 1}) = cos({pos * omega:.3g}) = {math.cos(pos * omega):.4f}")
+
+# %% [markdown]
+# ## 3. Exercise: `sinusoidal_encoding`
+#
+# Write `sinusoidal_encoding(max_len, d_model)`: return the table whose row $pos$ is
+# $PE(pos)$, for $pos = 0, \dots, max\_len - 1$: shape $(max\_len, d_{model})$, float32 (the
+# dtype of the embeddings it will be added to), sines in the even columns, cosines in the odd
+# ones.
+#
+# Hints: `torch.arange(max_len)` gives the positions and `torch.arange(0, d_model, 2)` the
+# $2i$ of every pair; broadcasting a $(max\_len, 1)$ column against a row of frequencies gives
+# every angle at once. `pe[:, 0::2]` and `pe[:, 1::2]` are the even and the odd columns. Make
+# sure an odd $d_{model}$ works (for $d_{model} = 7$: four sines, three cosines).
+
+# %%
+def sinusoidal_encoding(max_len, d_model):
+    ### BEGIN SOLUTION
+    position = torch.arange(max_len, dtype=torch.float32).unsqueeze(1)  # (max_len, 1)
+    two_i = torch.arange(0, d_model, 2, dtype=torch.float32)           # (ceil(d_model / 2),)
+    angle = position / 10000 ** (two_i / d_model)                     # (max_len, ceil(d_model / 2))
+    pe = torch.zeros(max_len, d_model)                                # (max_len, d_model)
+    pe[:, 0::2] = torch.sin(angle)                                    # even dimensions: sin
+    pe[:, 1::2] = torch.cos(angle[:, : d_model // 2])                 # odd: one fewer if d_model is odd
+    return pe
+    ### END SOLUTION
+
+
+# %%
+check.sinusoidal_encoding(sinusoidal_encoding)
+
+# %% [markdown]
+# From here on we use the course's version (so the notebook runs even before your answer is
+# done). It computes the angles in float64 and rounds once at the end.
+
+# %%
+from course.positional import frequencies, sinusoidal_encoding
+
+pe = sinusoidal_encoding(100, 64)                    # (max_len=100, d_model=64)
+print(pe.shape, pe.dtype)
+print("PE(3) for d_model = 8:", sinusoidal_encoding(4, 8)[3])
+
+# %% [markdown]
+# ## 4. What the table looks like
+#
+# Each row is one position, each column one dimension. On the left the fast pairs flicker from
+# row to row; towards the right the pairs turn so slowly that over 100 positions their sines
+# hardly leave 0 and their cosines hardly leave 1.
+
+# %%
+fig, ax = plt.subplots(figsize=(7, 4.5))
+image = ax.imshow(pe, cmap="RdBu", vmin=-1, vmax=1, aspect="auto")
+ax.set_xlabel("dimension j (even: sin, odd: cos)")
+ax.set_ylabel("position pos")
+ax.set_title("Sinusoidal positional encoding, d_model = 64, positions 0 to 99")
+colorbar = fig.colorbar(image, ax=ax)
+colorbar.set_label("PE(pos, j)")
+plt.show()
+
+# %% [markdown]
+# A few columns as curves, and every pair's wavelength $2\pi/\omega_i$ for the paper's
+# $d_{model} = 512$: a geometric progression, a straight line on a log scale, from $2\pi$ to
+# just under $10000 \cdot 2\pi$.
+
+# %%
+fig, axes = plt.subplots(1, 2, figsize=(12, 3.8))
+positions = torch.arange(200)
+long_table = sinusoidal_encoding(200, 64)            # (200, 64)
+for j in (0, 8, 20, 62):
+    axes[0].plot(positions, long_table[:, j], label=f"dimension {j} (pair {j // 2})")
+axes[0].set_xlabel("position pos")
+axes[0].set_ylabel("PE(pos, j)")
+axes[0].set_title("Four sine dimensions of d_model = 64")
+axes[0].legend(fontsize=8, loc="lower left")
+wavelength = 2 * math.pi / frequencies(512)          # (256,): one per pair
+axes[1].semilogy(wavelength)
+axes[1].axhline(2 * math.pi, color="gray", linestyle=":", label="2π")
+axes[1].axhline(10000 * 2 * math.pi, color="gray", linestyle="--", label="10000 · 2π")
+axes[1].set_xlabel("pair i (dimensions 2i, 2i + 1)")
+axes[1].set_ylabel("wavelength 2π / ω_i (positions)")
+axes[1].set_title("Wavelength of each pair, d_model = 512")
+axes[1].legend(fontsize=8)
+plt.tight_layout()
+plt.show()
+print(f"d_model = 512: shortest wavelength {wavelength[0]:.2f}, longest {wavelength[-1]:,.0f} "
+      f"(10000 · 2π = {10000 * 2 * math.pi:,.0f})")
+
+# %% [markdown]
+# Like the hands of a clock, the fast pairs tell near positions apart and the slow pairs far
+# ones: together they give every position up to tens of thousands its own vector.
+#
+# **Similarity depends on the distance only.** Take the dot product of two rows. Pair $i$
+# contributes $\sin(p\omega_i)\sin((p+k)\omega_i) + \cos(p\omega_i)\cos((p+k)\omega_i) =
+# \cos(k\omega_i)$, so
+#
+# $$
+# PE(p) \cdot PE(p+k) = \sum_i \cos(k\,\omega_i),
+# $$
+#
+# a function of the offset $k$ alone, the same wherever $p$ is, and the same for $-k$ as for
+# $+k$. At $k = 0$ it is the squared length of every row, $d_{model}/2$.
+
+# %%
+table = sinusoidal_encoding(400, 64)                 # (400, 64)
+offsets = torch.arange(-100, 101)                    # k = -100 .. 100
+fig, ax = plt.subplots(figsize=(7, 3.8))
+curves = {}
+for p in (100, 150, 250):
+    curves[p] = table[p + offsets] @ table[p]        # (201, 64) @ (64,) -> (201,)
+    ax.plot(offsets, curves[p], label=f"p = {p}", linewidth=4 if p == 100 else 1.5)
+ax.set_xlabel("offset k")
+ax.set_ylabel("PE(p) · PE(p + k)")
+ax.set_title("Dot product of two positions, d_model = 64: the same curve for every p")
+ax.legend()
+plt.show()
+print("the same for every p:", all(torch.allclose(curves[p], curves[100], atol=1e-4)
+                                   for p in curves))
+print("the same for -k as for +k:", torch.allclose(curves[100], curves[100].flip(0), atol=1e-4))
+print(f"at k = 0: {curves[100][100].item():.2f} = d_model / 2")
+
+# %% [markdown]
+# The dot product is largest at $k = 0$ and smaller away from it (not monotonically: the fast
+# pairs make it ripple), so near positions look more alike than far ones. It cannot tell *before* from
+# *after*, though: $+k$ and $-k$ give the same number. The next section shows that the
+# encoding does hold the direction; a dot product alone just cannot read it.
+
+# %% [markdown]
+# ## 5. Moving on by $k$ positions is a rotation
+#
+# Why sines *and* cosines? Because then moving $k$ positions on is a linear map, the same for
+# every position. By the angle-addition formulas, for pair $i$ with $\omega = \omega_i$:
+#
+# $$
+# \begin{pmatrix} \sin((pos+k)\,\omega) \\ \cos((pos+k)\,\omega) \end{pmatrix}
+# =
+# \begin{pmatrix} \cos k\omega & \sin k\omega \\ -\sin k\omega & \cos k\omega \end{pmatrix}
+# \begin{pmatrix} \sin(pos\,\omega) \\ \cos(pos\,\omega) \end{pmatrix} .
+# $$
+#
+# The $2 \times 2$ matrix is a rotation by the angle $k\omega$, and $pos$ appears nowhere in
+# it. The paper chose the sinusoids for this reason: it hypothesised that a model could
+# easily learn to attend by *relative* positions, since $PE(pos+k)$ is a linear function of
+# $PE(pos)$ for any fixed offset $k$. Here is pair 1 of $d_{model} = 8$ ($\omega_1 = 0.1$),
+# moved on by $k = 3$, at every position of a table at once:
+
+# %%
+k, omega = 3, 0.1
+rotation = torch.tensor([[math.cos(k * omega), math.sin(k * omega)],
+                         [-math.sin(k * omega), math.cos(k * omega)]])   # (2, 2)
+small = sinusoidal_encoding(50, 8)                   # (50, 8)
+pair_1 = small[:, 2:4]                               # (50, 2): (sin, cos) of pos * 0.1
+moved = pair_1[:-k] @ rotation.T                     # (47, 2): each row rotated by k * omega
+print("rotation @ PE(pos)[2:4] == PE(pos + 3)[2:4] for every pos, largest difference:",
+      gap(moved, pair_1[k:]))
+
+# %% [markdown]
+# Stack one such rotation per pair on the diagonal and you have $M_k$, a
+# $(d_{model}, d_{model})$ matrix with $PE(pos + k) = M_k\, PE(pos)$ for every $pos$:
+# `course.positional.shift_matrix(k, d_model)` builds it. A negative $k$ moves back.
+
+# %%
+from course.positional import shift_matrix
+
+M_3 = shift_matrix(3, 8)                             # (8, 8): four 2 x 2 rotations
+fig, ax = plt.subplots(figsize=(5, 4), layout="constrained")
+image = ax.imshow(M_3, cmap="RdBu", vmin=-1, vmax=1)
+ax.set_xlabel("input dimension (PE(pos))")
+ax.set_ylabel("output dimension (PE(pos + 3))")
+ax.set_title("M_3 for d_model = 8: one rotation per pair")
+colorbar = fig.colorbar(image, ax=ax)
+colorbar.set_label("matrix entry")
+plt.show()
+
+# %%
+table = sinusoidal_encoding(400, 64)                 # (400, 64)
+for k in (1, 7, 50, -20):
+    M = shift_matrix(k, 64)                          # (64, 64)
+    rows = range(max(0, -k), 400 - max(0, k))        # every pos with pos + k in the table
+    shifted = table[list(rows)] @ M.T                # (n, 64): M_k PE(pos) for each row
+    print(f"k = {k:>3}: M_k PE(pos) == PE(pos + k) at all {len(rows)} positions, largest "
+          f"difference {gap(shifted, table[[p + k for p in rows]])}")
+identity = torch.eye(64)
+print("each M_k is a rotation (M_k^T M_k = I):",
+      all(torch.allclose(shift_matrix(k, 64).T @ shift_matrix(k, 64), identity, atol=1e-5)
+          for k in (1, 7, 50, -20)))
+print("M_3 M_4 == M_7:", torch.allclose(shift_matrix(3, 64) @ shift_matrix(4, 64),
+                                        shift_matrix(7, 64), atol=1e-5))
+
+# %% [markdown]
+# One matrix per offset, valid at every position: $W_Q$ and $W_K$ are linear maps too, so a
+# layer *can* build queries and keys that compare "the word $k$ places back". Whether a
+# trained model uses this is an empirical question; the paper's own comparison follows in
+# section 7. (An odd $d_{model}$ has no such map: its last sine has no cosine to rotate with.)
+
+# %% [markdown]
+# ## 6. Into the model: embeddings, scaled, plus positions, then dropout
+#
+# The full model's input layer, as the paper describes it (sections 3.4 and 5.4): look up each
+# token's embedding, **multiply it by $\sqrt{d_{model}}$**, add $PE(pos)$, and apply dropout
+# ($P_{drop} = 0.1$ in the base model) to the sum:
+#
+# $$
+# x_{pos} = \operatorname{Dropout}\!\left(\sqrt{d_{model}}\; E[\text{token}_{pos}] + PE(pos)\right).
+# $$
+#
+# The paper does not say why it scales, nor how it initialises the embeddings. A reading that
+# fits the numbers: every row of the table has the same length,
+# $\lVert PE(pos) \rVert = \sqrt{d_{model}/2}$ (each pair is a point on the unit circle). The
+# paper shares its embedding matrix with the output layer (the linear map before the final
+# softmax); initialised as a linear layer's weights usually are, with entries of size about
+# $1/\sqrt{d_{model}}$, a row has length about 1, and the scale brings it to about
+# $\sqrt{d_{model}}$: the size of the positions, so neither drowns the other. PyTorch's
+# `nn.Embedding` starts with $\mathcal{N}(0, 1)$ entries instead, rows of length
+# $\sqrt{d_{model}}$ already; scaled, they are $d_{model}$ long and the positions become a
+# small addition. Lengths at the paper's $d_{model} = 512$:
+
+# %%
+from course.positional import PositionalEncoding, TokenEmbedding
+
+d_big, vocab = 512, 1000
+token_ids = torch.arange(vocab).unsqueeze(0)         # (1, vocab): every token once
+pe_lengths = sinusoidal_encoding(1000, d_big).norm(dim=-1)          # (1000,)
+small_init = nn.Embedding(vocab, d_big)
+nn.init.normal_(small_init.weight, std=d_big ** -0.5)               # like a tied output layer
+default_init = nn.Embedding(vocab, d_big)                           # PyTorch's N(0, 1)
+print(f"{'':>38} {'row length':>10} {'x sqrt(d_model)':>16}")
+print(f"{'PE(pos), any pos':>38} {pe_lengths.mean():>10.1f}")
+for name, table_init in [("embedding, N(0, 1/d_model) init", small_init),
+                         ("embedding, nn.Embedding's N(0, 1)", default_init)]:
+    length = table_init(token_ids).norm(dim=-1).mean()              # mean over the vocabulary
+    print(f"{name:>38} {length:>10.1f} {length * math.sqrt(d_big):>16.1f}")
+print("every PE row has length sqrt(d_model / 2) = 16:",
+      torch.allclose(pe_lengths, torch.full_like(pe_lengths, 16.0)))
+
+# %% [markdown]
+# The course's two modules do exactly this: `TokenEmbedding(vocab_size, d_model)` (its table
+# is `.embedding`, an `nn.Embedding`, so lesson 08 can tie it to the output layer) and
+# `PositionalEncoding(d_model, max_len=5000, dropout=0.0)`, which computes the table once and
+# keeps it in a buffer named `pe`. Dropout acts in training mode only.
+
+# %%
+seed_everything(0)
+token_embedding = TokenEmbedding(vocab_size=100, d_model=64)
+add_positions = PositionalEncoding(d_model=64, max_len=50, dropout=0.1)
+tokens = torch.randint(0, 100, (4, 50))              # (B=4, T=50)
+x = token_embedding(tokens)                          # (4, 50) -> (4, 50, 64), scaled by 8
+add_positions.train()
+dropped = add_positions(x)                           # (4, 50, 64)
+print(f"training: {(dropped == 0).float().mean():.0%} of the entries dropped, the rest "
+      f"scaled by 1/(1 - 0.1); shape {tuple(dropped.shape)}")
+add_positions.eval()
+print("eval: x + PE exactly:", torch.equal(add_positions(x), x + sinusoidal_encoding(50, 64)))
+
+# %% [markdown]
+# The table holds `max_len` positions; a longer sequence is an error, with both numbers:
+
+# %%
+try:
+    add_positions(token_embedding(torch.randint(0, 100, (1, 60))))   # T = 60 > max_len = 50
+except ValueError as error:
+    print("ValueError:", error)
+
+# %% [markdown]
+# Back to section 1's sentences, now with positions added (no dropout: evaluation mode). The
+# same word at two places is now two different inputs, and attention's output is no longer a
+# mere reshuffle:
+
+# %%
+positions_8 = PositionalEncoding(d_model, max_len=16).eval()       # d_model = 8, as in section 1
+with torch.no_grad():
+    out_a = self_attend(positions_8(embed(tokens_of("dog bites man"))))   # (3, 8)
+    out_b = self_attend(positions_8(embed(tokens_of("man bites dog"))))   # (3, 8)
+print("'dog' gets the same vector in both sentences:", torch.allclose(out_a[0], out_b[2]))
+print("out(man bites dog) == out(dog bites man) reversed:", torch.allclose(out_b, out_a[reverse]))
+print(f"largest difference: {(out_b - out_a[reverse]).abs().max().item():.1f}")
+
+# %% [markdown]
+# ## 7. Learned positions instead
+#
+# The other common choice learns the positions: one trainable vector per position, an
+# `nn.Embedding(max_len, d_model)` looked up at `torch.arange(T)`, trained with the rest of
+# the model. BERT (Devlin et al., 2019) and GPT (Radford et al., 2018) do this, both with 512
+# positions. The Transformer paper tried it too (Table 3, row E) and found "nearly identical
+# results" to the sinusoids (BLEU 25.7 against 25.8 on its development set); it kept the
+# sinusoids because they *may* let the model extrapolate to sequences longer than those seen
+# in training.
+#
+# What happens past the training length? For a learned table there are two cases. A table with
+# exactly as many rows as the longest training sequence has **no row** for a later position:
+
+# %%
+learned = nn.Embedding(16, 64)                       # trained on sequences of up to 16 positions
+try:
+    learned(torch.arange(20))                        # positions 0 .. 19
+except IndexError as error:
+    print("IndexError:", error)
+
+# %% [markdown]
+# A table with more rows than the training sequences were long has rows for those positions,
+# but they are **never trained**: a row gets a gradient only when its position occurs. Give a
+# table 64 rows, train it (with a toy loss) on sequences of 16 positions, and compare each row
+# with where it started:
+
+# %%
+seed_everything(0)
+learned = nn.Embedding(64, 8)                        # room for 64 positions
+start = learned.weight.detach().clone()              # (64, 8)
+target = torch.randn(16, 8)                          # a toy objective for positions 0 .. 15
+optimizer = torch.optim.Adam(learned.parameters(), lr=0.05)
+for _ in range(100):
+    loss = (learned(torch.arange(16)) - target).pow(2).mean()    # sequences of 16 positions
+    optimizer.zero_grad()
+    loss.backward()
+    optimizer.step()
+moved = (learned.weight.detach() - start).abs().sum(dim=-1)      # (64,): how far each row moved
+print("rows 0-15 (seen in training) all moved:", bool((moved[:16] > 0).all()))
+print("rows 16-63 (never seen) moved at all:", bool((moved[16:] > 0).any()))
+
+# %% [markdown]
+# Rows 16 to 63 are still their random initial values: at position 40 the model would add
+# noise it never learned to read. The sinusoidal table, by contrast, *has* a value at every
+# position, computed by the same formula, with the same geometry: the same length and the
+# same dot products with its neighbours at position 50,000 as at position 5.
+
+# %%
+far = sinusoidal_encoding(50_010, 64).double()       # (50010, 64)
+for p in (5, 50_000):
+    print(f"p = {p:>6}: |PE(p)| = {far[p].norm():.3f}, PE(p)·PE(p+1) = {far[p] @ far[p + 1]:.3f}, "
+          f"PE(p)·PE(p+9) = {far[p] @ far[p + 9]:.3f}")
+
+# %% [markdown]
+# A value is not the same as understanding it, though. The layers after the encoding were
+# trained only on the positions they saw, and nothing guarantees they handle new ones well.
+# Later measurements found that Transformers with sinusoidal positions degrade quickly on
+# sequences much longer than their training ones (Press et al., 2022, "Train Short, Test
+# Long"). The sinusoids make extrapolation *possible*; they do not make it happen.
+
+# %% [markdown]
+# ## 8. Where it leads: rotary position embeddings
+#
+# Adding $PE$ to $x$ mixes position and content in one vector, and a query-key score
+# $(x_m + PE(m))W_Q \cdot (x_n + PE(n))W_K$ then depends on $m$ and $n$ separately, through
+# cross terms between content and position. Rotary position embeddings (RoFormer, Su et al.,
+# 2021) add nothing to $x$. Inside attention, they **rotate** each pair $(2i, 2i+1)$ of every
+# query and key by the angle $pos \cdot \theta_i$, $\theta_i = 10000^{-2i/d}$ (the sinusoidal
+# frequencies again):
+#
+# $$
+# \begin{pmatrix} q'_{2i} \\ q'_{2i+1} \end{pmatrix} =
+# \begin{pmatrix} \cos m\theta_i & -\sin m\theta_i \\ \sin m\theta_i & \cos m\theta_i \end{pmatrix}
+# \begin{pmatrix} q_{2i} \\ q_{2i+1} \end{pmatrix}
+# \quad \text{for a query at position } m, \text{ and the same for a key at } n .
+# $$
+#
+# A rotation by $\alpha$ followed by the dot product with a vector rotated by $\beta$ is the
+# dot product after rotating by $\alpha - \beta$ alone ($R_\alpha^\top R_\beta = R_{\beta -
+# \alpha}$), so each pair's share of $q'_m \cdot k'_n$ depends on $(m - n)\,\theta_i$: **the
+# score depends only on the offset** $m - n$, never on where the pair sits in the sequence.
+# Rotations also keep lengths, and position 0 is not rotated at all.
+# `course.positional.apply_rotary(x, base=10000.0, positions=None)` rotates $x$ $(\dots, T,
+# d)$; `positions` gives each row's position (default $0, \dots, T-1$).
+
+# %%
+from course.positional import apply_rotary
+
+seed_everything(0)
+d_head, T = 16, 32
+q, k = torch.randn(2, d_head, dtype=torch.float64)  # one query vector, one key vector
+q_at = apply_rotary(q.expand(T, d_head))             # (T, d_head): q placed at m = 0 .. T-1
+k_at = apply_rotary(k.expand(T, d_head))             # (T, d_head): k placed at n = 0 .. T-1
+rotary_scores = q_at @ k_at.T                        # (T, T): entry (m, n) = q'_m · k'_n
+pe_head = sinusoidal_encoding(T, d_head).double()    # (T, d_head)
+added_scores = (q + pe_head) @ (k + pe_head).T       # (T, T): positions added instead
+
+# %%
+fig, axes = plt.subplots(1, 2, figsize=(11, 4.2))
+for ax, scores, title in [(axes[0], added_scores, "added: (q + PE(m)) · (k + PE(n))"),
+                          (axes[1], rotary_scores, "rotary: q rotated by m · k rotated by n")]:
+    image = ax.imshow(scores, cmap="viridis")
+    ax.set_xlabel("key position n")
+    ax.set_ylabel("query position m")
+    ax.set_title(title, fontsize=10)
+    colorbar = fig.colorbar(image, ax=ax)
+    colorbar.set_label("score q · k")
+fig.suptitle("The same query and key vectors at every pair of positions")
+plt.tight_layout()
+plt.show()
+
+# %% [markdown]
+# On the right every diagonal (one offset $m - n$) has a single colour; on the left it does
+# not. Measured: the largest spread of the scores along any one diagonal.
+
+# %%
+def spread_along_diagonals(scores):
+    """The largest max - min over the entries that share one offset m - n."""
+    return max((scores.diagonal(offset).max() - scores.diagonal(offset).min()).item()
+               for offset in range(-(T - 1), T))
+
+
+print(f"added positions: scores at one offset spread over {spread_along_diagonals(added_scores):.1f}")
+print("rotary: scores at one offset all equal:", spread_along_diagonals(rotary_scores) < 1e-10)
+x = torch.randn(2, 4, T, d_head)                     # (B, h, T, d_head): a batch of heads
+rotated = apply_rotary(x)                            # (B, h, T, d_head)
+print("rotary keeps every vector's length:",
+      torch.allclose(rotated.norm(dim=-1), x.norm(dim=-1), atol=1e-5))
+print("position 0 unchanged:", torch.equal(rotated[..., 0, :], x[..., 0, :]))
+
+# %% [markdown]
+# In a model, rotary is applied to $q$ and $k$ of every head in every attention layer, after
+# $W_Q$ and $W_K$ (not to $v$, and nothing is added to the embeddings). Many recent language
+# models use it. This course's Transformer stays with the paper's sinusoids; `apply_rotary`
+# is here so you can try the alternative.
+#
+# ## What's next
+#
+# Attention now knows where each word is. Lesson 06 controls *which* words it may look at:
+# padding masks for batches of sentences of different lengths, and the causal mask that keeps
+# a decoder from reading the future.
