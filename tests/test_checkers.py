@@ -36,6 +36,7 @@ REFERENCES = {
     "padding_mask": masking.padding_mask,  # lesson 06
     "LayerNorm": layers.LayerNorm,  # lesson 07
     "EncoderLayer": layers.EncoderLayer,  # lesson 07
+    "DecoderLayer": layers.DecoderLayer,  # lesson 08
 }
 # Exercises whose answer is a constant of its integer arguments (a table, a boolean mask):
 # nothing flows backward through them, so the backward mutations below do not apply. Their
