@@ -598,3 +598,10 @@ def test_decoder_layer_mistakes_are_named(answer, diagnosis, verdict):
 def test_decoder_layer_instance_instead_of_the_class_is_explained(verdict):
     passed, printed = verdict(check.DecoderLayer, Good(12, 3, 20))
     assert passed is False and "pass the class itself, not an instance" in printed
+
+
+def test_the_checker_restores_the_thread_count(verdict):
+    threads = torch.get_num_threads()
+    verdict(check.DecoderLayer, Good)
+    verdict(check.DecoderLayer, Stub)
+    assert torch.get_num_threads() == threads

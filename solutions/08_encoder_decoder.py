@@ -1,0 +1,727 @@
+# %% [markdown]
+# # 08 · The full Transformer: encoder and decoder
+#
+# **The idea.** Lessons 02 to 07 built every part of the Transformer's encoder: attention,
+# heads, positions, masks, Add & Norm, the feed-forward network. The paper's model is a
+# translator, though: an **encoder** reads the source sentence, a **decoder** writes the
+# target sentence, one word after the other. The decoder layer needs one new sublayer,
+# **cross-attention**, through which every target position reads the encoder's output.
+#
+# In this lesson you will
+# 1. pin down where each of the Transformer's three attentions takes its queries, keys and
+#    values, and see cross-attention as lesson 01's encoder-decoder attention without the
+#    bottleneck;
+# 2. draw the data flow of the whole model with the shape of every tensor;
+# 3. write `DecoderLayer` (post-LN and pre-LN) and prove it equals
+#    `torch.nn.TransformerDecoderLayer`;
+# 4. train with *teacher forcing*: the target shifted right, one forward pass for every
+#    position at once, and check that it equals decoding one step at a time;
+# 5. assemble the full model, `course.transformer.Transformer`, and build BERT-, GPT- and
+#    T5-style models from the same layers in a few lines each;
+# 6. watch an ambiguous word's vector become more context-dependent layer by layer;
+# 7. rebuild the paper's base and big models and count their parameters against the
+#    paper's 65 and 213 million.
+
+# %%
+import matplotlib.pyplot as plt
+import torch
+import torch.nn.functional as F
+from matplotlib.colors import ListedColormap
+from matplotlib.patches import FancyBboxPatch
+from torch import nn
+
+from course import check
+from course.layers import EncoderLayer
+from course.masking import causal_mask, decoder_mask, padding_mask
+from course.multihead import MultiHeadAttention
+from course.positional import PositionalEncoding, TokenEmbedding
+from course.utils import seed_everything
+
+seed_everything(0)
+torch.set_printoptions(precision=3, sci_mode=False)
+
+# %% [markdown]
+# ## 1. Three attentions, three sources of queries, keys and values
+#
+# Every attention in the model is lesson 04's `MultiHeadAttention(query, key, value, mask)`.
+# What differs is *which tensors* go in. Call the encoder's stream $x$ (one vector per
+# source position), the decoder's stream $y$ (one per target position), and the encoder's
+# final output the **memory** $m$:
+#
+# | attention | where | queries | keys | values | mask | weights |
+# |---|---|---|---|---|---|---|
+# | self-attention | encoder | $x$ | $x$ | $x$ | source padding | $(B, h, T_{src}, T_{src})$ |
+# | masked self-attention | decoder | $y$ | $y$ | $y$ | causal & target padding | $(B, h, T_{tgt}, T_{tgt})$ |
+# | cross-attention | decoder | $y$ | $m$ | $m$ | source padding | $(B, h, T_{tgt}, T_{src})$ |
+#
+# The middle row is often stated wrongly, as if the decoder's first attention already read
+# the encoder. It does not: its queries, keys **and values all come from the decoder**; it
+# is self-attention over the target written so far, with the causal mask of lesson 06. The
+# source enters the decoder in one place only, the cross-attention, where the decoder asks
+# (queries) and the memory answers (keys and values). The paper (§3.2.3): "the queries come
+# from the previous decoder layer, and the memory keys and values come from the output of
+# the encoder."
+#
+# The three weight shapes say it too. Run each attention once on a batch with a source of 7
+# positions and a target of 5:
+
+# %%
+d_model, n_heads, d_ff = 16, 4, 32
+B, T_src, T_tgt = 2, 7, 5
+x = torch.randn(B, T_src, d_model)                             # the encoder's stream
+y = torch.randn(B, T_tgt, d_model)                             # the decoder's stream
+memory = torch.randn(B, T_src, d_model)                        # the encoder's output
+attentions = {name: MultiHeadAttention(d_model, n_heads)
+              for name in ("encoder self", "decoder masked self", "cross")}
+with torch.no_grad():
+    attentions["encoder self"](x, x, x)                        # q, k, v: the encoder
+    attentions["decoder masked self"](y, y, y, causal_mask(T_tgt))  # q, k, v: the decoder
+    out = attentions["cross"](y, memory, memory)               # q: decoder; k, v: memory
+for name, attention in attentions.items():
+    print(f"{name + ' attention':>30}: weights {tuple(attention.attn.shape)}")
+print(f"{'cross-attention output':>30}: {tuple(out.shape)}, one vector per *target* position")
+
+# %% [markdown]
+# ### Cross-attention is lesson 01's attention, without the bottleneck
+#
+# Lesson 01 ended with an RNN encoder-decoder that, at every output step, looked back at all
+# the encoder's states (Bahdanau et al., 2015): the decoder's state was the query, the
+# encoder's states were the keys and the values. Cross-attention is the same lookup, with
+# lesson 02's dot-product score and lesson 04's heads:
+#
+# | | RNN with attention (lesson 01) | Transformer cross-attention |
+# |---|---|---|
+# | query | the decoder's state at step $i$ | the decoder's vector at position $i$ |
+# | keys, values | the encoder's states $h_1 \dots h_{T_{src}}$ | the memory $m_1 \dots m_{T_{src}}$ |
+# | score | $v_a^\top \tanh(W_a q_i + U_a k_j)$ | $q_i \cdot k_j / \sqrt{d_k}$, per head |
+# | how a source position got its vector | a left-to-right recurrence, $T_{src}$ steps | $N$ layers of self-attention, all positions at once |
+#
+# Lesson 01's plain encoder-decoder handed the decoder **one** context vector, the same 64
+# numbers for a sentence of 5 words or of 50: the bottleneck. Cross-attention hands every
+# decoder position the whole memory, $T_{src} \times d_{model}$ numbers, which grows with
+# the sentence, and each target position chooses its own weighting of all source positions:
+
+# %%
+cross = MultiHeadAttention(d_model, n_heads)
+for T_source in (5, 50, 500):
+    memory = torch.randn(1, T_source, d_model)                 # (1, T_src, d_model)
+    with torch.no_grad():
+        cross(torch.randn(1, T_tgt, d_model), memory, memory)  # weights (1, h, T_tgt, T_src)
+    sums = cross.attn.sum(dim=-1)                              # (1, h, T_tgt): over the source
+    print(f"T_src = {T_source:>3}: the decoder reads {memory.numel():>5} numbers; each of the "
+          f"{T_tgt} x {n_heads} query rows spreads weight 1 over all {T_source} source "
+          f"positions: {torch.allclose(sums, torch.ones_like(sums))}")
+
+# %% [markdown]
+# ## 2. The decoder layer
+#
+# A decoder layer is three sublayers, each wrapped in Add & Norm exactly as in lesson 07's
+# encoder layer, with dropout on each sublayer's output. In the paper's **post-LN**
+# arrangement, with $y$ the layer's input and $m$ the memory:
+#
+# $$
+# \begin{aligned}
+# a &= \operatorname{LN}_1\big(y + \operatorname{Dropout}(\operatorname{SelfAttn}(y, y, y;\ \text{tgt\_mask}))\big) \\
+# c &= \operatorname{LN}_2\big(a + \operatorname{Dropout}(\operatorname{CrossAttn}(a, m, m;\ \text{memory\_mask}))\big) \\
+# \text{out} &= \operatorname{LN}_3\big(c + \operatorname{Dropout}(\operatorname{FFN}(c))\big)
+# \end{aligned}
+# $$
+#
+# and in **pre-LN**, each sublayer reads the *normalised* stream and adds to the stream
+# itself, $y \leftarrow y + \operatorname{Dropout}(\operatorname{Sublayer}(\operatorname{LN}(y)))$.
+# One detail: pre-LN normalises the decoder's stream, not the memory. The memory goes into
+# the cross-attention as it comes, and it comes normalised already, because a pre-LN encoder
+# ends with one final LayerNorm (lesson 07). `torch.nn.TransformerDecoderLayer` does the
+# same, and so does ours.
+#
+# The order matters: first the decoder looks at what it has written (masked self-attention),
+# then at the source (cross-attention), then it transforms each position on its own (the
+# feed-forward network). The whole model, with the shape of every tensor on its arrows
+# (drawn in code: the boxes are matplotlib patches):
+
+# %%
+def box(ax, x, y, text, colour, height=0.04, width=0.34):
+    """A rounded box centred at (x, y) with `text` in it."""
+    ax.add_patch(FancyBboxPatch((x - width / 2, y - height / 2), width, height,
+                                boxstyle="round,pad=0.005", facecolor=colour, edgecolor="black"))
+    ax.text(x, y, text, ha="center", va="center", fontsize=8.5)
+
+
+def arrow(ax, start, end, label=None):
+    """An arrow from `start` to `end`, with the tensor's shape written beside it."""
+    ax.annotate("", xy=end, xytext=start, arrowprops=dict(arrowstyle="->", lw=1.2))
+    if label:
+        ax.text((start[0] + end[0]) / 2 + 0.01, (start[1] + end[1]) / 2, label,
+                fontsize=7.5, color="darkblue", va="center")
+
+
+attn_colour, ff_colour, norm_colour, io_colour = "#f6d7a7", "#c8e6c9", "#e1e1f5", "#eeeeee"
+embedding = "TokenEmbedding (x $\\sqrt{d_{model}}$) + positions, dropout"
+encoder_boxes = [  # (height on the page, text, colour, shape of the arrow leaving it)
+    (0.04, "source tokens", io_colour, "(B, T_src)"),
+    (0.13, embedding, io_colour, "(B, T_src, d_model)"),
+    (0.25, "self-attention: q = k = v = x, mask: source padding\n"
+           "weights (B, h, T_src, T_src)", attn_colour, "(B, T_src, d_model)"),
+    (0.34, "Add & Norm", norm_colour, "(B, T_src, d_model)"),
+    (0.44, "feed-forward (each position alone)", ff_colour, "(B, T_src, d_model)"),
+    (0.53, "Add & Norm", norm_colour, "(B, T_src, d_model)"),
+    (0.65, "memory (B, T_src, d_model): the keys\nand values of every cross-attention",
+     io_colour, None),
+]
+decoder_boxes = [
+    (0.04, "target tokens, shifted right: <bos> y1 y2 ...", io_colour, "(B, T_tgt)"),
+    (0.13, embedding, io_colour, "(B, T_tgt, d_model)"),
+    (0.24, "masked self-attention: q = k = v = y\nmask: causal & target padding\n"
+           "weights (B, h, T_tgt, T_tgt)", attn_colour, "(B, T_tgt, d_model)"),
+    (0.33, "Add & Norm", norm_colour, "(B, T_tgt, d_model)"),
+    (0.44, "cross-attention: q = y, k = v = memory\nmask: source padding\n"
+           "weights (B, h, T_tgt, T_src)", attn_colour, "(B, T_tgt, d_model)"),
+    (0.53, "Add & Norm", norm_colour, "(B, T_tgt, d_model)"),
+    (0.62, "feed-forward (each position alone)", ff_colour, "(B, T_tgt, d_model)"),
+    (0.71, "Add & Norm", norm_colour, "(B, T_tgt, d_model)"),
+    (0.81, "Linear d_model -> tgt_vocab", io_colour, "(B, T_tgt, tgt_vocab)"),
+    (0.91, "logits; their softmax: next-token probabilities", io_colour, None),
+]
+fig, ax = plt.subplots(figsize=(11, 11))
+for boxes, x_pos in ((encoder_boxes, 0.26), (decoder_boxes, 0.68)):
+    for i, (y_pos, text, colour, shape) in enumerate(boxes):
+        height = 0.06 if colour == attn_colour else 0.04
+        box(ax, x_pos, y_pos, text, colour, height)
+        if shape:
+            top = y_pos + height / 2 + 0.005
+            next_y, _, next_colour, _ = boxes[i + 1]
+            bottom = next_y - (0.06 if next_colour == attn_colour else 0.04) / 2 - 0.005
+            arrow(ax, (x_pos, top), (x_pos, bottom), shape)
+arrow(ax, (0.43, 0.65), (0.51, 0.46))
+for x_pos, (low, high), label in ((0.02, (0.21, 0.56), "N x encoder layer"),
+                                  (0.88, (0.20, 0.74), "N x decoder layer")):
+    ax.add_patch(plt.Rectangle((x_pos, low), 0.05, high - low, fill=False, linestyle="--"))
+    ax.text(x_pos + 0.025, (low + high) / 2, label, rotation=90, ha="center", va="center")
+ax.set_xlim(0, 0.95)
+ax.set_ylim(0, 0.96)
+ax.set_xticks([])
+ax.set_yticks([])
+ax.set_xlabel("encoder (left), decoder (right); post-LN: Add & Norm = LayerNorm(x + sublayer(x))")
+ax.set_ylabel("data flows upwards")
+ax.set_title("The encoder-decoder Transformer, every tensor's shape on its arrow")
+plt.show()
+
+# %% [markdown]
+# ## 3. Exercise: `DecoderLayer`
+#
+# Write the layer. The contract (the course's `Transformer` and lesson 09 build on it):
+#
+# - `__init__(d_model, n_heads, d_ff, dropout=0.1, norm_first=False)`:
+#   - `self.self_attn`, `self.cross_attn`: two separate `MultiHeadAttention(d_model, n_heads,
+#     dropout)` (lesson 04's, which drops attention weights while training);
+#   - `self.ff = FeedForward(d_model, d_ff, dropout)` (lesson 07's);
+#   - `self.norm1`, `self.norm2`, `self.norm3`: three separate `LayerNorm(d_model)`, for the
+#     self-attention, the cross-attention and the feed-forward, in that order;
+#   - dropout on each sublayer's output: `self.dropout1`, `self.dropout2`, `self.dropout3`;
+# - `forward(x, memory, tgt_mask=None, memory_mask=None)`: `x` is the decoder's input
+#   $(B, T_{tgt}, d_{model})$, `memory` the encoder's output $(B, T_{src}, d_{model})$. Masks
+#   are boolean, True = may attend: `tgt_mask` broadcastable to $(B, h, T_{tgt}, T_{tgt})$
+#   goes to the self-attention, `memory_mask` broadcastable to $(B, h, T_{tgt}, T_{src})$
+#   to the cross-attention; pass them on unchanged. Return $(B, T_{tgt}, d_{model})$:
+#   post-LN when `norm_first` is False, pre-LN when True.
+#
+# Lesson 07's `EncoderLayer` is two thirds of the answer.
+
+# %%
+from course.layers import FeedForward, LayerNorm  # noqa: F401 (for your answer)
+
+
+class DecoderLayer(nn.Module):
+    def __init__(self, d_model, n_heads, d_ff, dropout=0.1, norm_first=False):
+        super().__init__()
+        ### BEGIN SOLUTION
+        self.norm_first = norm_first
+        self.self_attn = MultiHeadAttention(d_model, n_heads, dropout)
+        self.cross_attn = MultiHeadAttention(d_model, n_heads, dropout)
+        self.ff = FeedForward(d_model, d_ff, dropout)
+        self.norm1 = LayerNorm(d_model)
+        self.norm2 = LayerNorm(d_model)
+        self.norm3 = LayerNorm(d_model)
+        self.dropout1 = nn.Dropout(dropout)
+        self.dropout2 = nn.Dropout(dropout)
+        self.dropout3 = nn.Dropout(dropout)
+        ### END SOLUTION
+
+    def forward(self, x, memory, tgt_mask=None, memory_mask=None):
+        ### BEGIN SOLUTION
+        if self.norm_first:
+            h = self.norm1(x)                                             # (B, T_tgt, d_model)
+            x = x + self.dropout1(self.self_attn(h, h, h, tgt_mask))
+            h = self.norm2(x)                                             # memory: as it comes
+            x = x + self.dropout2(self.cross_attn(h, memory, memory, memory_mask))
+            return x + self.dropout3(self.ff(self.norm3(x)))
+        x = self.norm1(x + self.dropout1(self.self_attn(x, x, x, tgt_mask)))
+        x = self.norm2(x + self.dropout2(self.cross_attn(x, memory, memory, memory_mask)))
+        return self.norm3(x + self.dropout3(self.ff(x)))                  # (B, T_tgt, d_model)
+        ### END SOLUTION
+
+
+# %% [markdown]
+# The checker copies known weights into your `self_attn`, `cross_attn`, `ff` and three norms,
+# and compares your layer with the reference in both arrangements: source and target of
+# the same and of different lengths, with and without masks, values and gradients (with
+# respect to `memory` too: the encoder learns only through it). Then it checks that dropout
+# acts only while training, in the right places, at the rate asked.
+
+# %%
+dec_ok = check.DecoderLayer(DecoderLayer)
+
+# %% [markdown]
+# ### The same as `torch.nn.TransformerDecoderLayer`
+#
+# Given the same weights, ours must compute what PyTorch's layer computes, in both
+# arrangements, on a padded batch. torch calls the cross-attention `multihead_attn` and
+# keeps `linear1`, `linear2` on the layer; `course.layers.load_decoder_layer` copies them
+# into our names. Its masks mean the opposite of ours and come in three arguments: a causal
+# `tgt_mask` and two key-padding masks; lesson 06's converters translate. We use your class
+# if it passed the checker, else the course's.
+
+# %%
+from course import layers as reference
+from course.layers import load_decoder_layer
+from course.masking import to_torch_attn_mask, to_torch_key_padding_mask
+
+Layer = DecoderLayer if dec_ok else reference.DecoderLayer
+print("using", "your DecoderLayer" if dec_ok else "the reference course.layers.DecoderLayer")
+seed_everything(0)
+tgt = torch.tensor([[5, 3, 8, 2, 7], [4, 9, 1, 0, 0]])                # (B=2, T_tgt=5), pad 0
+src = torch.tensor([[6, 2, 9, 4, 4, 1, 3], [7, 5, 2, 8, 0, 0, 0]])    # (B=2, T_src=7)
+ours_masks = dict(tgt_mask=decoder_mask(tgt, 0),                      # (B, 1, T_tgt, T_tgt)
+                  memory_mask=padding_mask(src, 0))                   # (B, 1, 1, T_src)
+torch_masks = dict(tgt_mask=to_torch_attn_mask(causal_mask(5)),       # True = masked out
+                   tgt_key_padding_mask=to_torch_key_padding_mask(padding_mask(tgt, 0)),
+                   memory_key_padding_mask=to_torch_key_padding_mask(padding_mask(src, 0)))
+y, memory = torch.randn(2, 5, d_model), torch.randn(2, 7, d_model)
+for norm_first in (False, True):
+    theirs = nn.TransformerDecoderLayer(d_model, n_heads, d_ff, dropout=0.0, batch_first=True,
+                                        norm_first=norm_first)
+    with torch.no_grad():
+        for p in theirs.parameters():                   # torch starts biases at 0 and norms
+            p.add_(0.3 * torch.randn_like(p))           # at 1: make every number count
+    ours = load_decoder_layer(Layer(d_model, n_heads, d_ff, 0.0, norm_first), theirs)
+    inputs_ours = [t.clone().requires_grad_() for t in (y, memory)]
+    inputs_theirs = [t.clone().requires_grad_() for t in (y, memory)]
+    got = ours.train()(*inputs_ours, **ours_masks)
+    want = theirs.train()(*inputs_theirs, **torch_masks)
+    got.sum().backward()
+    want.sum().backward()
+    grads_equal = all(torch.allclose(a.grad, b.grad, atol=1e-5)
+                      for a, b in zip(inputs_ours, inputs_theirs))
+    print(f"norm_first={norm_first!s:>5}: outputs equal {torch.allclose(got, want, atol=1e-5)}, "
+          f"gradients of y and memory equal {grads_equal}")
+
+# %% [markdown]
+# Equal to float32 rounding, values and gradients. (The course's tests compare the
+# gradient of every parameter too, in float32 and float64.)
+
+# %% [markdown]
+# ## 4. Teacher forcing: the target shifted right
+#
+# The decoder predicts the next token from the ones before it. To train it on a pair
+# (source, target), we do not let it generate: we hand it the **true** target, shifted one
+# position to the right behind a `<bos>` (beginning of sentence) token, and ask it to
+# predict, at every position, the token that comes next, ending with `<eos>`:
+#
+# | position $t$ | 0 | 1 | 2 | 3 | 4 |
+# |---|---|---|---|---|---|
+# | decoder input | `<bos>` | the | cat | sat | down |
+# | target (what position $t$ must predict) | the | cat | sat | down | `<eos>` |
+#
+# Position $t$ may use the input tokens $0 \dots t$ and must predict target token $t$.
+# Without a mask it could simply read its answer at input position $t + 1$ (lesson 06
+# showed a model learning exactly that). With the causal mask it sees:
+
+# %%
+decoder_input = ["<bos>", "the", "cat", "sat", "down"]
+target = ["the", "cat", "sat", "down", "<eos>"]
+T = len(decoder_input)
+fig, ax = plt.subplots(figsize=(6.2, 4))
+image = ax.imshow(causal_mask(T).int(), cmap=ListedColormap(["#dddddd", "#4c72b0"]),
+                  vmin=0, vmax=1)
+ax.set_xticks(range(T), [f"{t}: {w}" for t, w in enumerate(decoder_input)], rotation=30)
+ax.set_yticks(range(T), [f"{t}: predicts '{w}'" for t, w in enumerate(target)])
+ax.set_xlabel("decoder input position it may read (key)")
+ax.set_ylabel("position (query), and what it must predict")
+ax.set_title("Teacher forcing: position t reads inputs 0..t, predicts target t")
+colorbar = fig.colorbar(image, ax=ax, ticks=[0, 1], fraction=0.046, pad=0.04)
+colorbar.set_ticklabels(["hidden", "visible"])
+colorbar.set_label("causal mask")
+plt.tight_layout()
+plt.show()
+
+# %% [markdown]
+# Each row is one training example: "given these words, predict that one". The causal mask
+# turns one forward pass over the $T$ positions into $T$ such examples at once, each seeing
+# exactly what it would see if we decoded one token at a time. That is why training a
+# Transformer decoder is parallel over the target, where lesson 01's RNN decoder needed $T$
+# sequential steps.
+#
+# Let's check the claim on the full model (section 5 introduces it; here it is just a
+# function from token ids to logits). One pass over `<bos> the cat sat down` gives 5 rows of
+# logits; decoding prefix by prefix, `<bos>`, `<bos> the`, ..., and keeping only the last
+# row each time gives the same 5 rows. So does the loss.
+
+# %%
+from course.transformer import Transformer
+
+words = ["<pad>", "<bos>", "<eos>", "the", "cat", "sat", "down", "le", "chat", "s'est", "assis"]
+ids = {w: i for i, w in enumerate(words)}
+seed_everything(0)
+model = Transformer(len(words), len(words), d_model=32, n_heads=4, n_layers=2, d_ff=64,
+                    pad_id=ids["<pad>"]).eval()                        # untrained: any weights do
+src = torch.tensor([[ids[w] for w in ["le", "chat", "s'est", "assis", "<eos>"]]])  # (1, T_src)
+full = torch.tensor([[ids[w] for w in ["<bos>", *target]]])            # (1, T + 1)
+tgt_in, tgt_out = full[:, :-1], full[:, 1:]                            # shifted: (1, T) each
+with torch.no_grad():
+    one_pass = model(src, tgt_in)                                      # (1, T, V): all at once
+    memory = model.encode(src)                                         # (1, T_src, d_model)
+    steps = torch.stack([model.decode(tgt_in[:, : t + 1], memory)[:, -1]  # last row, (1, V)
+                         for t in range(T)], dim=1)                    # (1, T, V)
+    loss_one_pass = F.cross_entropy(one_pass.flatten(0, 1), tgt_out.flatten())
+    loss_steps = F.cross_entropy(steps.flatten(0, 1), tgt_out.flatten())
+print("one pass equals decoding one prefix at a time:", torch.allclose(one_pass, steps, atol=1e-5))
+print(f"the loss over all {T} positions, one pass: {loss_one_pass:.4f}, prefix by prefix: "
+      f"{loss_steps:.4f}")
+
+# %% [markdown]
+# Identical, for $1$ pass instead of $T$. At *inference* time there is no true target to
+# feed, so the decoder has to run prefix by prefix, feeding back its own predictions
+# (lesson 09's greedy and beam search); the encoder still runs once.
+
+# %% [markdown]
+# ## 5. The whole model: `course.transformer.Transformer`
+#
+# `Transformer(src_vocab, tgt_vocab, d_model=512, n_heads=8, n_layers=6, d_ff=2048,
+# dropout=0.1, norm_first=False, max_len=5000, pad_id=0, tie_embeddings=False)` is the
+# drawing of section 2 in code:
+#
+# - `src_embed`, `tgt_embed`: lesson 05's `TokenEmbedding` (multiplied by
+#   $\sqrt{d_{model}}$), and `pos`, its `PositionalEncoding`, shared by both sides;
+# - `encoder_layers`, `decoder_layers`: `n_layers` of lesson 07's `EncoderLayer` and of
+#   this lesson's `DecoderLayer`;
+# - `encoder_norm`, `decoder_norm`: one final LayerNorm per stack for pre-LN (whose layers
+#   never normalise the stream itself), `None` for the paper's post-LN (whose every layer
+#   ends with one). `torch.nn.Transformer` adds them in both cases: one reason to compare
+#   with it carefully, and the course's tests do, with its final norms removed for post-LN;
+# - `out`: `nn.Linear(d_model, tgt_vocab)`, the scores over the target vocabulary;
+# - `encode(src, src_mask)` returns the memory; `decode(tgt, memory, src_mask, tgt_mask)`
+#   the logits; `forward(src, tgt)` both. Without masks it builds them from `pad_id`:
+#   `padding_mask(src)` for the encoder and the cross-attention, `decoder_mask(tgt)`
+#   (causal & padding) for the decoder;
+# - every matrix starts Xavier-uniform, as `torch.nn.Transformer`'s layers do (the paper does
+#   not say how it initialised).
+#
+# A padded batch of two sentence pairs:
+
+# %%
+src = torch.tensor([[ids[w] for w in ["le", "chat", "s'est", "assis", "<eos>"]],
+                    [ids[w] for w in ["le", "chat", "<eos>", "<pad>", "<pad>"]]])     # (2, 5)
+tgt_in = torch.tensor([[ids[w] for w in ["<bos>", "the", "cat", "sat", "down"]],
+                       [ids[w] for w in ["<bos>", "the", "cat", "<pad>", "<pad>"]]])  # (2, 5)
+with torch.no_grad():
+    memory = model.encode(src)                                 # (B, T_src, d_model)
+    logits = model(src, tgt_in)                                # (B, T_tgt, tgt_vocab)
+print("memory:", tuple(memory.shape), " logits:", tuple(logits.shape))
+print("the masks it built: source padding", tuple(padding_mask(src, model.pad_id).shape),
+      " decoder", tuple(decoder_mask(tgt_in, model.pad_id).shape))
+print(f"{sum(p.numel() for p in model.parameters()):,} parameters")
+
+# %% [markdown]
+# ## 6. One set of layers, three kinds of model
+#
+# The encoder-decoder is one of three ways to use these layers, and the other two are
+# better known today. Each is built below from the `course` modules in a few lines and run
+# once. (Each real model differs in details: BERT and GPT learn their positions and use
+# GELU, GPT-2 and T5 use pre-LN, T5 replaces positions by relative biases. The layer
+# structure is the one you built.)
+#
+# **Encoder-only (BERT, Devlin et al. 2019).** A stack of encoder layers: every position
+# sees every other, before and after it. Trained to fill in masked-out words, it gives each
+# token a vector that depends on the whole sentence: for classifying, tagging, retrieval.
+
+# %%
+seed_everything(0)
+V, d = len(words), 32
+tokens = torch.tensor([[ids[w] for w in ["the", "cat", "sat", "down", "<pad>"]]])   # (1, T)
+embed, positions = TokenEmbedding(V, d), PositionalEncoding(d, max_len=64)
+encoder = nn.ModuleList([EncoderLayer(d, 4, 64) for _ in range(2)]).eval()
+fill_in = nn.Linear(d, V)                                            # a word for every position
+h = positions(embed(tokens))                                         # (1, T, d)
+for layer in encoder:
+    h = layer(h, padding_mask(tokens, ids["<pad>"]))                 # every position sees all
+print("encoder-only: tokens", tuple(tokens.shape), "-> logits", tuple(fill_in(h).shape))
+
+# %% [markdown]
+# **Decoder-only (GPT, Radford et al. 2018).** A decoder layer without a source has no
+# cross-attention: what is left, masked self-attention and the feed-forward network, *is an
+# encoder layer with a causal mask*. Trained to predict the next token, it generates text.
+
+# %%
+decoder_only = nn.ModuleList([EncoderLayer(d, 4, 64) for _ in range(2)]).eval()
+next_token = nn.Linear(d, V)
+T = tokens.shape[1]
+
+
+def gpt(tokens):                                                     # (B, T) -> (B, T, V)
+    h = positions(embed(tokens))                                     # (B, T, d)
+    for layer in decoder_only:
+        h = layer(h, causal_mask(tokens.shape[1]))                   # position t sees 0..t
+    return next_token(h)
+
+
+changed = tokens.clone()
+changed[0, 3] = ids["cat"]                                           # change the 4th token
+with torch.no_grad():
+    before, after = gpt(tokens), gpt(changed)
+print("decoder-only: tokens", tuple(tokens.shape), "-> next-token logits", tuple(before.shape))
+print("changing token 3 leaves the predictions at positions 0-2 unchanged:",
+      torch.allclose(before[:, :3], after[:, :3]))
+
+# %% [markdown]
+# **Encoder-decoder (the paper; T5, Raffel et al. 2020).** Both stacks and cross-attention:
+# for tasks that map one sequence to another, translation and summarisation. This is
+# `course.transformer.Transformer`:
+
+# %%
+seq2seq = Transformer(V, V, d_model=d, n_heads=4, n_layers=2, d_ff=64).eval()
+with torch.no_grad():
+    logits = seq2seq(src, tgt_in)                                    # (B, T_tgt, V)
+print("encoder-decoder: src", tuple(src.shape), "+ tgt", tuple(tgt_in.shape), "-> logits",
+      tuple(logits.shape))
+
+# %% [markdown]
+# ## 7. Context, layer by layer
+#
+# Lesson 02 ended with the promise of *contextual* vectors: "bank" next to "river" should
+# not end up with the vector of "bank" next to "money". At the input it cannot be otherwise:
+# the embedding of "bank", plus the vector of its position, is the same in both sentences.
+# Every layer of self-attention mixes in some of the other words. To watch it happen, a
+# model has to have *learned* what context matters, so we train a small one (an untrained
+# model mixes in context too, but no meaning).
+#
+# The task is made up and small enough to train in seconds: sentences of 8 tokens, mostly
+# filler words `w0 ... w9`, with one "bank" and one cue word somewhere, from the river group
+# (river, water, fish) or the money group (money, loan, cash). The model (embeddings,
+# positions, 3 encoder layers of $d_{model} = 32$, no dropout) must say, at the position of
+# "bank", which sense it has. Tiny models run fastest on one CPU thread (lesson 04).
+
+# %%
+torch.set_num_threads(1)
+vocabulary = [f"w{i}" for i in range(10)] + ["bank", "river", "water", "fish", "money", "loan",
+                                             "cash"]
+index = {w: i for i, w in enumerate(vocabulary)}
+BANK = index["bank"]
+RIVER = torch.tensor([index[w] for w in ("river", "water", "fish")])
+MONEY = torch.tensor([index[w] for w in ("money", "loan", "cash")])
+T_sent, d_small = 8, 32
+
+
+def sentences(n, generator):
+    """n sentences with one 'bank' and one cue; the sense (0: river, 1: money) and where."""
+    tokens = torch.randint(0, 10, (n, T_sent), generator=generator)          # fillers
+    places = torch.rand(n, T_sent, generator=generator).argsort(dim=1)       # random order
+    bank_at, cue_at = places[:, 0], places[:, 1]                             # two places
+    sense = torch.randint(0, 2, (n,), generator=generator)
+    which = torch.randint(0, 3, (n,), generator=generator)
+    cue = torch.where(sense == 0, RIVER[which], MONEY[which])                # (n,)
+    rows = torch.arange(n)
+    tokens[rows, bank_at], tokens[rows, cue_at] = BANK, cue
+    return tokens, bank_at, cue_at, sense
+
+
+class SenseOfBank(nn.Module):
+    def __init__(self, n_layers=3):
+        super().__init__()
+        self.embed = TokenEmbedding(len(vocabulary), d_small)
+        self.pos = PositionalEncoding(d_small, max_len=T_sent)
+        self.layers = nn.ModuleList([EncoderLayer(d_small, 4, 2 * d_small, dropout=0.0)
+                                     for _ in range(n_layers)])
+        self.read_out = nn.Linear(d_small, 2)
+
+    def forward(self, tokens, bank_at):                            # (B, T), (B,)
+        h = self.pos(self.embed(tokens))                           # (B, T, d): layer 0
+        states = [h]
+        for layer in self.layers:
+            h = layer(h)                                           # (B, T, d)
+            states.append(h)
+        at_bank = h[torch.arange(len(tokens)), bank_at]            # (B, d)
+        return self.read_out(at_bank), states                      # (B, 2), L + 1 x (B, T, d)
+
+
+seed_everything(0)
+generator = torch.Generator().manual_seed(0)
+sense_model = SenseOfBank()
+optimizer = torch.optim.Adam(sense_model.parameters(), lr=3e-3)
+for _ in range(150):
+    tokens, bank_at, _, sense = sentences(64, generator)
+    loss = F.cross_entropy(sense_model(tokens, bank_at)[0], sense)
+    optimizer.zero_grad()
+    loss.backward()
+    optimizer.step()
+tokens, bank_at, cue_at, sense = sentences(1000, torch.Generator().manual_seed(1))  # new ones
+with torch.no_grad():
+    accuracy = (sense_model(tokens, bank_at)[0].argmax(-1) == sense).float().mean().item()
+
+# %% [markdown]
+# Now the measurement. Take each of the 1000 test sentences twice, identical except for the
+# cue word: "river" in one copy, "money" in the other. Read the vector of "bank" after every
+# layer in both copies and compare them with the cosine similarity: 1 means the same
+# direction, whatever the context; lower means the context has moved it.
+
+# %%
+rows = torch.arange(len(tokens))
+with_river, with_money = tokens.clone(), tokens.clone()
+with_river[rows, cue_at], with_money[rows, cue_at] = index["river"], index["money"]
+with torch.no_grad():
+    _, river_states = sense_model(with_river, bank_at)
+    _, money_states = sense_model(with_money, bank_at)
+similarity = [F.cosine_similarity(a[rows, bank_at], b[rows, bank_at], dim=-1).mean().item()
+              for a, b in zip(river_states, money_states)]                 # one per layer
+
+# %% tags=["nbval-ignore-output"]
+print(f"sense of 'bank' right on {accuracy:.1%} of 1000 new sentences")
+for layer, value in enumerate(similarity):
+    name = "embeddings + positions" if layer == 0 else f"after layer {layer}"
+    print(f"{name:>22}: cosine('bank' | river, 'bank' | money) = {value:+.3f}")
+fig, axes = plt.subplots(1, 4, figsize=(15, 3.6))
+for layer, ax in enumerate(axes):
+    vectors = river_states[layer][rows, bank_at][:200]             # (200, d): river contexts
+    vectors = torch.cat([vectors, money_states[layer][rows, bank_at][:200]])  # (400, d)
+    centred = vectors - vectors.mean(dim=0)
+    _, _, directions = torch.linalg.svd(centred, full_matrices=False)
+    points = centred @ directions[:2].T                            # (400, 2): the 2 main axes
+    ax.scatter(*points[:200].T, s=6, label="next to 'river'")
+    ax.scatter(*points[200:].T, s=6, label="next to 'money'")
+    ax.set_xlabel("principal direction 1")
+    ax.set_ylabel("principal direction 2")
+    ax.set_title("layer 0: embedding + position" if layer == 0 else f"after layer {layer}",
+                 fontsize=10)
+axes[0].legend(fontsize=8)
+fig.suptitle("The vector of 'bank' in 200 sentences, each with 'river' and with 'money'")
+plt.tight_layout()
+plt.show()
+
+# %% [markdown]
+# At layer 0 the two copies of "bank" are the same vector (the dots of the two colours lie
+# on top of each other: they differ only by the position "bank" sits at). After the first
+# layer the cue has pulled them apart a little, and every further layer pulls further, until
+# the two senses point in nearly opposite directions. The numbers come from training, so
+# their last digits move from machine to machine; the claims, checked:
+
+# %%
+print("the model knows the sense (right on more than 95% of new sentences):", accuracy > 0.95)
+print("layer 0: 'bank' has the same vector in both contexts:", similarity[0] > 0.9999)
+print("the similarity falls at every layer:",
+      all(a > b for a, b in zip(similarity, similarity[1:])))
+print("after the last layer the two senses point apart (cosine below 0):", similarity[-1] < 0)
+
+# %% [markdown]
+# ## 8. The paper's base and big models, counted
+#
+# Table 3 of the paper lists the **base** model ($N = 6$, $d_{model} = 512$,
+# $d_{ff} = 2048$, $h = 8$) with 65 million parameters and the **big** one
+# ($d_{model} = 1024$, $d_{ff} = 4096$, $h = 16$) with 213 million. Both translate
+# English-German with "a shared source-target vocabulary of about 37000 tokens" (byte-pair
+# encoding, §5.1), and "share the same weight matrix between the two embedding layers and the
+# pre-softmax linear transformation" (§3.4): `tie_embeddings=True`.
+#
+# What the architecture implies, per layer, with $d = d_{model}$:
+#
+# $$
+# \underbrace{4d^2 + 4d}_{\text{one attention}}, \qquad
+# \underbrace{2\,d\,d_{ff} + d_{ff} + d}_{\text{feed-forward}}, \qquad
+# \underbrace{2d}_{\text{one LayerNorm}},
+# $$
+#
+# an encoder layer has one attention, one feed-forward and two norms; a decoder layer two
+# attentions, one feed-forward and three norms; the tied embedding is $V d$, counted once,
+# and the output layer adds its bias, $V$. Building the big model for real would take about
+# 0.86 GB of float32; on PyTorch's `meta` device a module has shapes and no numbers, so it
+# costs nothing and counts the same. `course.transformer.parameter_counts` sums the
+# parameters of each component, a tied matrix once.
+
+# %%
+from course.transformer import PAPER_BASE, PAPER_BIG, PAPER_VOCAB, parameter_counts
+
+counts, totals = {}, {}
+for name, config in (("base", PAPER_BASE), ("big", PAPER_BIG)):
+    with torch.device("meta"):                                 # shapes only, no memory
+        paper_model = Transformer(PAPER_VOCAB, PAPER_VOCAB, **config, tie_embeddings=True)
+    counts[name] = parameter_counts(paper_model)
+    totals[name] = sum(p.numel() for p in paper_model.parameters())   # a tied matrix once
+print(f"{'component':<26} {'base':>12} {'big':>12}")
+for component in counts["base"]:
+    base, big = counts["base"][component], counts["big"][component]
+    note = {"target embedding": "  (tied: the source embedding's matrix)",
+            "output projection": "  (its bias; its matrix is the shared embedding)"}.get(component, "")
+    print(f"{component:<26} {base:>12,} {big:>12,}{note}")
+print(f"{'total':<26} {totals['base']:>12,} {totals['big']:>12,}")
+paper = {"base": 65e6, "big": 213e6}
+print(f"{'the paper (Table 3)':<26} {paper['base']:>12,.0f} {paper['big']:>12,.0f}")
+for name in ("base", "big"):
+    print(f"{name}: ours / the paper's = {totals[name] / paper[name]:.3f}")
+
+# %% [markdown]
+# The same counting on a model small enough to build for real, against the formula written
+# out by hand, so the table above is not the meta device's word alone:
+
+# %%
+def formula(d, d_ff, n_layers, vocab):
+    attention, ff, norm = 4 * d * d + 4 * d, 2 * d * d_ff + d_ff + d, 2 * d
+    encoder = n_layers * (attention + ff + 2 * norm)
+    decoder = n_layers * (2 * attention + ff + 3 * norm)
+    return encoder + decoder + vocab * d + vocab             # + the tied embedding, out's bias
+
+
+small = Transformer(1000, 1000, d_model=64, n_heads=4, n_layers=2, d_ff=256, tie_embeddings=True)
+print("a small real model:", sum(p.numel() for p in small.parameters()), "parameters; formula:",
+      formula(64, 256, 2, 1000))
+print("base by the formula:", formula(512, 2048, 6, PAPER_VOCAB) == totals["base"],
+      "| big by the formula:", formula(1024, 4096, 6, PAPER_VOCAB) == totals["big"])
+
+# %% [markdown]
+# **Where the counts differ, honestly.** Ours: 63.1 million for base (3% under the
+# paper's 65), 214.3 million for big (0.6% over its 213). The architecture fixes everything
+# but the vocabulary, and the paper gives that only as "about 37000" and does not say how it
+# counted. What would make each number come out exactly?
+
+# %%
+for name, config in (("base", PAPER_BASE), ("big", PAPER_BIG)):
+    without_vocabulary = totals[name] - PAPER_VOCAB * (config["d_model"] + 1)
+    vocab_needed = (paper[name] - without_vocabulary) / (config["d_model"] + 1)
+    print(f"{name}: the layers alone hold {without_vocabulary:,}; {paper[name] / 1e6:.0f}M "
+          f"would need a vocabulary of {vocab_needed:,.0f} tokens")
+untied = {name: totals[name] + 2 * PAPER_VOCAB * config["d_model"]
+          for name, config in (("base", PAPER_BASE), ("big", PAPER_BIG))}
+print(f"untied (three {PAPER_VOCAB} x d_model matrices): base {untied['base']:,}, "
+      f"big {untied['big']:,}")
+
+# %% [markdown]
+# - **Not the vocabulary alone.** Base would need about 40,700 tokens, big about 35,700: no
+#   single vocabulary gives both numbers, so at least one of them was counted with some other
+#   difference (a rounded vocabulary, a different count of biases, or the model as the
+#   authors' code built it; the paper does not say).
+# - **The tying is right.** Untied, the models would hold 101 and 290 million parameters,
+#   far from 65 and 213: the paper's numbers count one shared matrix.
+# - **Small parts do not explain it.** All LayerNorms together are 30,720 parameters in base,
+#   the output bias 37,000; pre-LN's two final norms would add 2,048. The gaps are 1.9 and
+#   1.3 million.
+#
+# So the table agrees with the paper to a few per cent, which is what "about 37000" and
+# numbers rounded to the million allow; we cannot reproduce the paper's exact count from
+# what it publishes. Where the parameters sit is clear either way: the feed-forward networks
+# hold 40% of base, the attentions 30% (a third of them cross-attention), the shared
+# embedding 30%.
+
+# %% [markdown]
+# ## What's next
+#
+# The model is complete, and untrained. Lesson 09 trains it on a translation-like task with
+# label smoothing and the paper's warm-up schedule, decodes with greedy and beam search
+# (your `greedy_decode`), and reads its cross-attention maps as alignments between source
+# and target words.
