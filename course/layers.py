@@ -135,27 +135,8 @@ class EncoderLayer(nn.Module):
         torch's masks mean the opposite of ours (True = masked out): call it with
         src_key_padding_mask = course.masking.to_torch_key_padding_mask(mask).
         """
-        _check_torch_layer(theirs)
-        attn = theirs.self_attn
-        ours = cls(
-            attn.embed_dim,
-            attn.num_heads,
-            theirs.linear1.out_features,
-            dropout=theirs.dropout.p,
-            norm_first=theirs.norm_first,
-        )
+        ours = _sized_like(cls, theirs, nn.TransformerEncoderLayer)
         return load_encoder_layer(ours, theirs)
-
-
-def _check_torch_layer(theirs: object) -> None:
-    if not isinstance(theirs, nn.TransformerEncoderLayer):
-        raise ValueError(
-            f"expected a torch.nn.TransformerEncoderLayer, got {type(theirs).__name__}"
-        )
-    if not theirs.self_attn.batch_first or theirs.activation_relu_or_gelu != 1:
-        raise ValueError("only batch_first=True layers with the ReLU activation are supported")
-    if theirs.norm1.bias is None or theirs.linear1.bias is None:
-        raise ValueError("only layers with bias=True are supported")
 
 
 def load_encoder_layer(ours: nn.Module, theirs: nn.TransformerEncoderLayer) -> nn.Module:
@@ -163,15 +144,46 @@ def load_encoder_layer(ours: nn.Module, theirs: nn.TransformerEncoderLayer) -> n
     self_attn (w_q, w_k, w_v, w_o), ff (linear1, linear2), norm1, norm2. torch keeps
     linear1 and linear2 on the layer itself; ours groups them in `ff`. Returns `ours`.
     """
-    _check_torch_layer(theirs)
+    _check_torch_layer(theirs, nn.TransformerEncoderLayer)
     load_from_torch(ours.self_attn, theirs.self_attn)  # in_proj_weight -> w_q, w_k, w_v
+    return _load_ff_and_norms(ours, theirs, ("norm1", "norm2"))
+
+
+# ------------------------------------- shared by the encoder and decoder layers' loaders --
+
+
+def _check_torch_layer(theirs: object, kind: type[nn.Module]) -> None:
+    """Raise unless `theirs` is a `kind` (torch's encoder or decoder layer) ours can copy."""
+    if not isinstance(theirs, kind):
+        raise ValueError(f"expected a torch.nn.{kind.__name__}, got {type(theirs).__name__}")
+    # the encoder layer notes F.relu and nn.ReLU() as activation_relu_or_gelu == 1
+    relu = getattr(theirs, "activation_relu_or_gelu", None) == 1 or theirs.activation is F.relu
+    if not theirs.self_attn.batch_first or not relu:
+        raise ValueError("only batch_first=True layers with the ReLU activation are supported")
+    if theirs.norm1.bias is None or theirs.linear1.bias is None:
+        raise ValueError("only layers with bias=True are supported")
+
+
+def _sized_like(cls: type[nn.Module], theirs: nn.Module, kind: type[nn.Module]) -> nn.Module:
+    """A new `cls` with the sizes, dropout and norm_first of `theirs`, a torch `kind`."""
+    _check_torch_layer(theirs, kind)
+    attn = theirs.self_attn
+    return cls(
+        attn.embed_dim,
+        attn.num_heads,
+        theirs.linear1.out_features,
+        dropout=theirs.dropout.p,
+        norm_first=theirs.norm_first,
+    )
+
+
+def _load_ff_and_norms(ours: nn.Module, theirs: nn.Module, norms: tuple[str, ...]) -> nn.Module:
+    """Copy torch's linear1, linear2 into ours.ff and each named LayerNorm (weight, bias,
+    and eps where ours has one) from `theirs` into `ours`. Returns `ours`."""
+    norm_pairs = [(getattr(ours, name), getattr(theirs, name)) for name in norms]
+    pairs = [(ours.ff.linear1, theirs.linear1), (ours.ff.linear2, theirs.linear2), *norm_pairs]
     with torch.no_grad():
-        for mine, torchs in [
-            (ours.ff.linear1, theirs.linear1),
-            (ours.ff.linear2, theirs.linear2),
-            (ours.norm1, theirs.norm1),
-            (ours.norm2, theirs.norm2),
-        ]:
+        for mine, torchs in pairs:
             if mine.weight.shape != torchs.weight.shape:
                 raise ValueError(
                     f"shapes differ: ours {tuple(mine.weight.shape)}, torch's "
@@ -179,7 +191,7 @@ def load_encoder_layer(ours: nn.Module, theirs: nn.TransformerEncoderLayer) -> n
                 )
             mine.weight.copy_(torchs.weight)
             mine.bias.copy_(torchs.bias)
-    for norm, torchs in ((ours.norm1, theirs.norm1), (ours.norm2, theirs.norm2)):
+    for norm, torchs in norm_pairs:
         if hasattr(norm, "eps"):
             norm.eps = torchs.eps
     return ours
@@ -276,27 +288,8 @@ class DecoderLayer(nn.Module):
         tgt_mask=course.masking.to_torch_attn_mask(causal), tgt_key_padding_mask and
         memory_key_padding_mask = course.masking.to_torch_key_padding_mask(padding).
         """
-        _check_torch_decoder_layer(theirs)
-        attn = theirs.self_attn
-        ours = cls(
-            attn.embed_dim,
-            attn.num_heads,
-            theirs.linear1.out_features,
-            dropout=theirs.dropout.p,
-            norm_first=theirs.norm_first,
-        )
+        ours = _sized_like(cls, theirs, nn.TransformerDecoderLayer)
         return load_decoder_layer(ours, theirs)
-
-
-def _check_torch_decoder_layer(theirs: object) -> None:
-    if not isinstance(theirs, nn.TransformerDecoderLayer):
-        raise ValueError(
-            f"expected a torch.nn.TransformerDecoderLayer, got {type(theirs).__name__}"
-        )
-    if not theirs.self_attn.batch_first or theirs.activation is not F.relu:
-        raise ValueError("only batch_first=True layers with the ReLU activation are supported")
-    if theirs.norm1.bias is None or theirs.linear1.bias is None:
-        raise ValueError("only layers with bias=True are supported")
 
 
 def load_decoder_layer(ours: nn.Module, theirs: nn.TransformerDecoderLayer) -> nn.Module:
@@ -304,26 +297,7 @@ def load_decoder_layer(ours: nn.Module, theirs: nn.TransformerDecoderLayer) -> n
     self_attn, cross_attn (torch's multihead_attn), ff (linear1, linear2), norm1 .. norm3.
     Returns `ours`, now computing what `theirs` computes (LayerNorm eps included).
     """
-    _check_torch_decoder_layer(theirs)
+    _check_torch_layer(theirs, nn.TransformerDecoderLayer)
     load_from_torch(ours.self_attn, theirs.self_attn)  # in_proj_weight -> w_q, w_k, w_v
     load_from_torch(ours.cross_attn, theirs.multihead_attn)
-    pairs = [
-        (ours.ff.linear1, theirs.linear1),
-        (ours.ff.linear2, theirs.linear2),
-        (ours.norm1, theirs.norm1),
-        (ours.norm2, theirs.norm2),
-        (ours.norm3, theirs.norm3),
-    ]
-    with torch.no_grad():
-        for mine, torchs in pairs:
-            if mine.weight.shape != torchs.weight.shape:
-                raise ValueError(
-                    f"shapes differ: ours {tuple(mine.weight.shape)}, torch's "
-                    f"{tuple(torchs.weight.shape)}: build both with the same sizes"
-                )
-            mine.weight.copy_(torchs.weight)
-            mine.bias.copy_(torchs.bias)
-    for mine, torchs in pairs[2:]:
-        if hasattr(mine, "eps"):
-            mine.eps = torchs.eps
-    return ours
+    return _load_ff_and_norms(ours, theirs, ("norm1", "norm2", "norm3"))

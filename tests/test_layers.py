@@ -15,7 +15,13 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from course.layers import EncoderLayer, FeedForward, LayerNorm, load_encoder_layer
+from course.layers import (
+    DecoderLayer,
+    EncoderLayer,
+    FeedForward,
+    LayerNorm,
+    load_encoder_layer,
+)
 from course.masking import padding_mask, to_torch_key_padding_mask
 from course.multihead import MultiHeadAttention
 
@@ -299,17 +305,22 @@ def test_encoder_layer_errors():
         EncoderLayer(D_MODEL, 5, D_FF)
 
 
-def test_from_torch_refuses_what_it_cannot_copy():
-    with pytest.raises(ValueError, match="expected a torch.nn.TransformerEncoderLayer, got Linear"):
-        EncoderLayer.from_torch(nn.Linear(2, 2))
-    gelu = nn.TransformerEncoderLayer(D_MODEL, H, D_FF, activation="gelu", batch_first=True)
+@pytest.mark.parametrize(
+    "ours, torchs",
+    [(EncoderLayer, nn.TransformerEncoderLayer), (DecoderLayer, nn.TransformerDecoderLayer)],
+    ids=["encoder", "decoder"],
+)
+def test_from_torch_refuses_what_it_cannot_copy(ours, torchs):
+    with pytest.raises(ValueError, match=f"expected a torch.nn.{torchs.__name__}, got Linear"):
+        ours.from_torch(nn.Linear(2, 2))
+    gelu = torchs(D_MODEL, H, D_FF, activation="gelu", batch_first=True)
     with pytest.raises(ValueError, match="ReLU"):
-        EncoderLayer.from_torch(gelu)
+        ours.from_torch(gelu)
     with pytest.raises(ValueError, match="batch_first"):
-        EncoderLayer.from_torch(nn.TransformerEncoderLayer(D_MODEL, H, D_FF))
-    no_bias = nn.TransformerEncoderLayer(D_MODEL, H, D_FF, batch_first=True, bias=False)
+        ours.from_torch(torchs(D_MODEL, H, D_FF))
+    no_bias = torchs(D_MODEL, H, D_FF, batch_first=True, bias=False)
     with pytest.raises(ValueError, match="bias=True"):
-        EncoderLayer.from_torch(no_bias)
+        ours.from_torch(no_bias)
 
 
 def test_from_torch_keeps_eps_and_dropout():

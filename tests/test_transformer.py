@@ -226,17 +226,7 @@ def test_decoder_layer_errors():
         DecoderLayer(D_MODEL, 5, D_FF)
 
 
-def test_decoder_from_torch_refuses_what_it_cannot_copy():
-    with pytest.raises(ValueError, match="expected a torch.nn.TransformerDecoderLayer, got Linear"):
-        DecoderLayer.from_torch(nn.Linear(2, 2))
-    gelu = nn.TransformerDecoderLayer(D_MODEL, H, D_FF, activation="gelu", batch_first=True)
-    with pytest.raises(ValueError, match="ReLU"):
-        DecoderLayer.from_torch(gelu)
-    with pytest.raises(ValueError, match="batch_first"):
-        DecoderLayer.from_torch(nn.TransformerDecoderLayer(D_MODEL, H, D_FF))
-    no_bias = nn.TransformerDecoderLayer(D_MODEL, H, D_FF, batch_first=True, bias=False)
-    with pytest.raises(ValueError, match="bias=True"):
-        DecoderLayer.from_torch(no_bias)
+# DecoderLayer.from_torch refuses what it cannot copy: tests/test_layers.py, with the encoder's.
 
 
 def test_decoder_from_torch_keeps_eps_dropout_and_norm_first():

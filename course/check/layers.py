@@ -25,8 +25,10 @@ inside the feed-forward and on the attention weights, at the rate asked, new eac
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import inspect
+from collections.abc import Callable
 
 import torch
 import torch.nn.functional as F
@@ -357,7 +359,7 @@ def _ln_gradient_mistakes(ref) -> dict:
 _PROJECTIONS = ("w_q", "w_k", "w_v", "w_o")
 _D_MODEL, _N_HEADS, _D_FF, _B, _T = 12, 3, 20, 2, 5  # every size differs
 
-_ENC_INIT_HINTS = {
+_LAYER_INIT_HINTS = {  # EncoderLayer and DecoderLayer take the same arguments
     "positional argument": "The constructor's signature is __init__(self, d_model, n_heads, "
     "d_ff, dropout=0.1, norm_first=False), in that order",
     "unexpected keyword": "The constructor's signature is __init__(self, d_model, n_heads, "
@@ -372,12 +374,13 @@ _ENC_CALL_HINTS = {
 }
 
 
-def _enc_reference(gen, norm_first: bool, dropout: float = 0.1):
-    ref = reference.EncoderLayer(_D_MODEL, _N_HEADS, _D_FF, dropout, norm_first).eval()
+def _random_reference(layer: type[nn.Module], gen, norm_first: bool, dropout: float):
+    """The reference EncoderLayer or DecoderLayer in eval mode, with random weights."""
+    ref = layer(_D_MODEL, _N_HEADS, _D_FF, dropout, norm_first).eval()
     with torch.no_grad():
         for name, p in ref.named_parameters():
             start = 1.0 if name.startswith("norm") and name.endswith("weight") else 0.0
-            p.copy_(start + 0.3 * randn(gen, *p.shape))
+            p.copy_(start + 0.3 * randn(gen, *p.shape))  # gains away from 1, shifts from 0
     return ref
 
 
@@ -437,12 +440,7 @@ def _pairs(module: nn.Module, ref) -> dict[str, tuple[torch.Tensor, torch.Tensor
             "MultiHeadAttention(d_model, n_heads, dropout) from lesson 04 (course.multihead). "
             "torch's keeps its weights in one in_proj_weight and reads masks the other way round"
         )
-    pairs = {}
-    for name in _PROJECTIONS:
-        linear = _linear(attn, name, (_D_MODEL, _D_MODEL), "self.self_attn")
-        theirs = getattr(ref.self_attn, name)
-        pairs[f"self_attn.{name}.weight"] = (linear.weight, theirs.weight)
-        pairs[f"self_attn.{name}.bias"] = (linear.bias, theirs.bias)
+    pairs = _projection_pairs(attn, ref.self_attn, "self_attn")
     ff = _submodule(module, "ff", "self.ff = FeedForward(d_model, d_ff, dropout)")
     for linear, theirs in zip(_ff_linears(ff), (ref.ff.linear1, ref.ff.linear2), strict=True):
         name = "linear1" if theirs is ref.ff.linear1 else "linear2"
@@ -455,31 +453,37 @@ def _pairs(module: nn.Module, ref) -> dict[str, tuple[torch.Tensor, torch.Tensor
             "own gain and bias: self.norm1 = LayerNorm(d_model); self.norm2 = LayerNorm(d_model)"
         )
     for name, norm in zip(("norm1", "norm2"), norms, strict=True):
-        for kind in ("weight", "bias"):
-            theirs = getattr(getattr(ref, name), kind)
-            pairs[f"{name}.{kind}"] = (_ln_parameter(norm, kind, _D_MODEL, f"self.{name}"), theirs)
+        pairs |= _norm_pairs(norm, getattr(ref, name), name)
     return pairs
+
+
+def _projection_pairs(attn: nn.Module, ref_attn, name: str) -> dict:
+    """'{name}.w_q.weight' -> (the learner's tensor, the reference's), for the four
+    projections of the learner's MultiHeadAttention `attn`, self.{name}."""
+    pairs = {}
+    for projection in _PROJECTIONS:
+        linear = _linear(attn, projection, (_D_MODEL, _D_MODEL), f"self.{name}")
+        theirs = getattr(ref_attn, projection)
+        pairs[f"{name}.{projection}.weight"] = (linear.weight, theirs.weight)
+        pairs[f"{name}.{projection}.bias"] = (linear.bias, theirs.bias)
+    return pairs
+
+
+def _norm_pairs(norm: nn.Module, ref_norm, name: str) -> dict:
+    """'{name}.weight', '{name}.bias' -> (the learner's tensor, the reference's)."""
+    return {
+        f"{name}.{kind}": (
+            _ln_parameter(norm, kind, _D_MODEL, f"self.{name}"),
+            getattr(ref_norm, kind),
+        )
+        for kind in ("weight", "bias")
+    }
 
 
 def _copy(pairs: dict) -> None:
     with torch.no_grad():
         for mine, theirs in pairs.values():
             mine.copy_(theirs)
-
-
-def _build(candidate, norm_first: bool, dropout: float, gen, *, defaults: bool = False):
-    """The learner's layer and the reference, same weights. defaults=True builds it as
-    EncoderLayer(d_model, n_heads, d_ff), relying on dropout=0.1 and norm_first=False."""
-    args = (_D_MODEL, _N_HEADS, _D_FF) + (() if defaults else (dropout, norm_first))
-    shown = f"EncoderLayer({', '.join(map(str, args))})"
-    names = ("d_model", "n_heads", "d_ff", "dropout", "norm_first")
-    module = _built(
-        call(candidate, *args, names=names, hints=_ENC_INIT_HINTS), "EncoderLayer", shown
-    )
-    ref = _enc_reference(gen, norm_first, dropout)
-    pairs = _pairs(module, ref)
-    _copy(pairs)
-    return module, ref, pairs, shown
 
 
 def _run(module, x, mask, what: str) -> torch.Tensor:
@@ -615,24 +619,29 @@ def _sublayer_culprit(module, ref, gen) -> str | None:
     (norm1, norm2, ff, self_attn) itself wrong? Each is run alone on a random input."""
     z = randn(gen, _B, _T, _D_MODEL).to(ref.norm1.weight.dtype)
     parts = [
-        ("norm1", lambda m: m.norm1(z), lambda: ref.norm1(z),
-         "self.norm1 does not compute LayerNorm: fix your LayerNorm first (check.LayerNorm)"),
-        ("norm2", lambda m: m.norm2(z), lambda: ref.norm2(z),
-         "self.norm2 does not compute LayerNorm: fix your LayerNorm first (check.LayerNorm)"),
-        ("ff", lambda m: m.ff(z), lambda: ref.ff(z),
-         "self.ff does not compute linear2(relu(linear1(x))): build it with "
-         "FeedForward(d_model, d_ff, dropout)"),
-        ("self_attn", lambda m: m.self_attn(z, z, z), lambda: ref.self_attn(z, z, z),
-         "self.self_attn does not compute multi-head attention: build it with "
-         "MultiHeadAttention(d_model, n_heads, dropout) (lesson 04)"),
+        ("self.norm1 does not compute LayerNorm: fix your LayerNorm first (check.LayerNorm)",
+         lambda m: m.norm1(z)),
+        ("self.norm2 does not compute LayerNorm: fix your LayerNorm first (check.LayerNorm)",
+         lambda m: m.norm2(z)),
+        ("self.ff does not compute linear2(relu(linear1(x))): build it with "
+         "FeedForward(d_model, d_ff, dropout)", lambda m: m.ff(z)),
+        ("self.self_attn does not compute multi-head attention: build it with "
+         "MultiHeadAttention(d_model, n_heads, dropout) (lesson 04)",
+         lambda m: m.self_attn(z, z, z)),
     ]  # fmt: skip
-    for _, run, want, diagnosis in parts:
+    return _first_wrong_part(module, ref, parts)
+
+
+def _first_wrong_part(module, ref, parts) -> str | None:
+    """parts: (diagnosis, part(layer) -> that part's output on fixed inputs). The first
+    diagnosis whose part of the learner's layer disagrees with the reference's."""
+    for diagnosis, part in parts:
         try:
             with torch.no_grad():
-                got = run(module)
+                got = part(module)
         except Exception:  # a part that cannot run alone: nothing to say about it
             continue
-        if isinstance(got, torch.Tensor) and not close(got, want()):
+        if isinstance(got, torch.Tensor) and not close(got, part(ref)):
             return diagnosis
     return None
 
@@ -652,12 +661,68 @@ def _enc_cases(gen):
     ]  # fmt: skip
 
 
-@exercise("EncoderLayer")
-def EncoderLayer(candidate) -> str:
+# ------------------------------- EncoderLayer and DecoderLayer: the shared checks ----------
+
+
+@dataclasses.dataclass(frozen=True)
+class _Layer:
+    """What the EncoderLayer checker (lesson 07) and the DecoderLayer checker (lesson 08)
+    differ in. The functions below that take one check either layer the same way."""
+
+    name: str  # the class asked for: "EncoderLayer"
+    inputs: tuple[str, ...]  # forward's tensors: ("x",) or ("x", "memory")
+    masks: tuple[str, ...]  # forward's masks, each None by default
+    parts: dict[str, str]  # each sublayer, in the order they run -> its name in a verdict
+    dropout_to: str  # what gets the constructor's dropout besides the nn.Dropouts
+    shape_hint: str  # said when the output has the wrong shape
+    pairs: Callable  # (module, ref) -> {parameter's name: (the learner's, the reference's)}
+    run: Callable  # (module, *inputs, *masks, what) -> the learner's output
+    mistakes: Callable  # (ref, *inputs, *masks, norm_first) -> {diagnosis: what it gives}
+    variant: Callable  # (ref, *inputs, *masks, arrangement) -> the reference, so arranged
+    culprit: Callable  # (module, ref, gen) -> the diagnosis of a wrong part, or None
+    inputs_kept: Callable | None = None  # (seen, *inputs, what): raise on dropped inputs
+
+    @property
+    def norms(self) -> tuple[str, ...]:
+        return tuple(f"norm{i + 1}" for i in range(len(self.parts)))
+
+    @property
+    def no_masks(self) -> tuple[None, ...]:
+        return (None,) * len(self.masks)
+
+
+def _check_signatures(layer: _Layer, candidate) -> None:
+    forward = ", ".join([*layer.inputs, *(f"{mask}=None" for mask in layer.masks)])
+    _a_class(
+        candidate,
+        layer.name,
+        ("d_model", "n_heads", "d_ff", "dropout", "norm_first"),
+        f"{layer.name}(d_model, n_heads, d_ff, dropout=0.1, norm_first=False)",
+        (*layer.inputs, *layer.masks),
+        f"forward({forward})",
+    )
+
+
+def _build(layer: _Layer, candidate, norm_first: bool, dropout: float, gen, *, defaults=False):
+    """The learner's layer and the reference, same weights. defaults=True builds it as
+    Layer(d_model, n_heads, d_ff), relying on dropout=0.1 and norm_first=False."""
+    args = (_D_MODEL, _N_HEADS, _D_FF) + (() if defaults else (dropout, norm_first))
+    shown = f"{layer.name}({', '.join(map(str, args))})"
+    names = ("d_model", "n_heads", "d_ff", "dropout", "norm_first")
+    module = _built(call(candidate, *args, names=names, hints=_LAYER_INIT_HINTS), layer.name, shown)
+    ref = _random_reference(getattr(reference, layer.name), gen, norm_first, dropout)
+    pairs = layer.pairs(module, ref)
+    _copy(pairs)
+    return module, ref, pairs, shown
+
+
+def _seeded(check, candidate) -> str:
+    """check(candidate) with torch's random state forked (the notebook's is left as it was)
+    and seeded: dropout draws inside the checker, and its verdicts are reproducible."""
     with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(0)  # dropout draws inside the checker: reproducible verdicts
+        torch.manual_seed(0)
         try:
-            return _check_encoder_layer(candidate)
+            return check(candidate)
         except NotImplementedYet as stub:
             raise _named_stub(stub) from None
 
@@ -677,29 +742,24 @@ def _named_stub(stub: NotImplementedYet) -> NotImplementedYet:
     return NotImplementedYet(name if stub.culprit == "__init__" else f"{name}.forward")
 
 
-def _check_encoder_layer(candidate) -> str:
-    _a_class(
-        candidate,
-        "EncoderLayer",
-        ("d_model", "n_heads", "d_ff", "dropout", "norm_first"),
-        "EncoderLayer(d_model, n_heads, d_ff, dropout=0.1, norm_first=False)",
-        ("x", "mask"),
-        "forward(x, mask=None)",
-    )
-    gen = generator(8)
+def _expect_cases(layer: _Layer, candidate, gen, cases) -> int:
+    """Both norm_first settings in eval mode, on each of cases(gen) (name, *inputs,
+    *masks): the values, with the usual mistakes named, and the gradients of the inputs
+    and of every parameter. Returns how many cases ran."""
     n_cases = 0
     for norm_first in (False, True):
-        module, ref, pairs, shown = _build(candidate, norm_first, 0.1, gen)
+        module, ref, pairs, shown = _build(layer, candidate, norm_first, 0.1, gen)
         module.eval()
-        for name, x, mask in _enc_cases(gen):
+        for name, *tensors in cases(gen):
+            inputs, masks = tensors[: len(layer.inputs)], tensors[len(layer.inputs) :]
             what = f"{shown} in eval mode, {name}"
-            if x.dtype == torch.float64:
+            if inputs[0].dtype == torch.float64:
                 module.double(), ref.double()
             with torch.no_grad():
-                want = ref(x, mask)
-                got = _run(module, x, mask, what)
-                expect_shape(got, want.shape, f"the output of {what}", "It is (B, T, d_model)")
-                if n_cases == 0 and not torch.equal(got, _run(module, x, mask, what)):
+                want = ref(*inputs, *masks)
+                got = layer.run(module, *inputs, *masks, what)
+                expect_shape(got, want.shape, f"the output of {what}", layer.shape_hint)
+                if n_cases == 0 and not torch.equal(got, layer.run(module, *inputs, *masks, what)):
                     raise Mistake(
                         f"{what}: two calls give different outputs, so something is dropped "
                         "in eval mode. Dropout acts only while training: use nn.Dropout "
@@ -709,42 +769,81 @@ def _check_encoder_layer(candidate) -> str:
                     got,
                     want,
                     f"the output of {what}",
-                    wrong=functools.partial(_enc_mistakes, ref, x, mask, norm_first),
-                    explain=lambda got, module=module, ref=ref: _sublayer_culprit(module, ref, gen),
+                    wrong=functools.partial(layer.mistakes, ref, *inputs, *masks, norm_first),
+                    explain=lambda got, module=module, ref=ref: layer.culprit(module, ref, gen),
                 )
             expect_gradients(
-                lambda x, module=module, mask=mask, what=what: _run(module, x, mask, what),
-                lambda x, ref=ref, mask=mask: ref(x, mask),
-                {"x": x},
+                lambda *inputs, module=module, masks=masks, what=what: layer.run(
+                    module, *inputs, *masks, what
+                ),
+                lambda *inputs, ref=ref, masks=masks: ref(*inputs, *masks),
+                dict(zip(layer.inputs, inputs, strict=True)),
                 f"the output of {what}",
                 parameters=pairs,
             )
             n_cases += 1
-    _check_defaults(candidate, gen)
-    for norm_first in (False, True):
-        _check_dropout(candidate, gen, norm_first)
-    return (
-        f"{n_cases} cases, post-LN and pre-LN: no mask, padding, padding & causal, a batch of "
-        "one in float64, non-contiguous; values and gradients of x and every parameter; the "
-        "defaults; dropout only while training, on each sublayer's output, in the feed-forward "
-        "and on the attention weights, at the rate asked"
-    )
+    return n_cases
 
 
-def _check_defaults(candidate, gen) -> None:
-    """EncoderLayer(d_model, n_heads, d_ff) is the paper's post-LN."""
-    module, ref, _, shown = _build(candidate, False, 0.1, gen, defaults=True)
+def _expect_defaults(layer: _Layer, module, ref, shown: str, *inputs) -> None:
+    """Layer(d_model, n_heads, d_ff), built as `module`, is the paper's post-LN."""
     module.eval()
-    x = randn(gen, _B, _T, _D_MODEL)
     with torch.no_grad():
-        got, want = _run(module, x, None, shown), ref(x)
+        got, want = layer.run(module, *inputs, *layer.no_masks, shown), ref(*inputs)
         expect_shape(got, want.shape, f"the output of {shown}")
-        if close(got, _enc_variant(ref, x, None, "pre")) and not close(got, want):
+        pre = layer.variant(ref, *inputs, *layer.no_masks, "pre")
+        if close(got, pre) and not close(got, want):
             raise Mistake(
                 f"{shown}, built with the defaults, computes pre-LN: the default is "
                 "norm_first=False, the paper's post-LN"
             )
         expect_close(got, want, f"the output of {shown} (the default dropout and norm_first)")
+
+
+def _expect_dropout_while_training(layer: _Layer, candidate, gen, norm_first, p, *inputs):
+    """No randomness at dropout=0.0 nor in eval mode; at dropout=p, some in training mode,
+    new on each call. Returns the layer built with dropout=p: module, ref, shown."""
+
+    def run(module, what):
+        return layer.run(module, *inputs, *layer.no_masks, what)
+
+    # training mode, dropout=0: nothing random anywhere (no fixed rate hidden inside)
+    module, ref, _, shown = _build(layer, candidate, norm_first, 0.0, gen)
+    with torch.no_grad():
+        got = run(module.train(), f"{shown} in training mode")
+        if not close(got, ref(*inputs)):
+            raise Mistake(
+                f"{shown} in training mode changes the output although dropout=0.0: pass the "
+                "constructor's dropout on to every nn.Dropout, MultiHeadAttention and "
+                "FeedForward, not a fixed rate"
+            )
+
+    module, ref, _, shown = _build(layer, candidate, norm_first, p, gen)
+    with torch.no_grad():
+        want = ref.eval()(*inputs)
+        module.eval()
+        evaluated = run(module, f"{shown} in eval mode")
+        again = run(module, f"{shown} in eval mode")
+        if not close(evaluated, want) or not torch.equal(evaluated, again):
+            raise Mistake(
+                f"{shown}: the output changes in eval mode. Dropout acts only while training: "
+                "use nn.Dropout modules, or F.dropout(x, p, training=self.training)"
+            )
+        module.train()
+        first = run(module, f"{shown} in training mode")
+        second = run(module, f"{shown} in training mode")
+        if close(first, want):
+            raise Mistake(
+                f"{shown} in training mode drops nothing: the dropout argument is not used. "
+                "Apply nn.Dropout(dropout) to each sublayer's output, and pass dropout on to "
+                f"{layer.dropout_to}"
+            )
+        if torch.equal(first, second):
+            raise Mistake(
+                f"{shown} in training mode: two calls give the same output, so dropout draws "
+                "the same mask every time. Don't seed inside forward and don't keep one mask"
+            )
+    return module, ref, shown
 
 
 def _expect_dropped(dropped, kept_all, p: float, what: str, where: str) -> None:
@@ -778,51 +877,6 @@ def _expect_dropped(dropped, kept_all, p: float, what: str, where: str) -> None:
             f"{what}: with dropout={p} you dropped {share:.0%} of the values; about {p:.0%} "
             "should go. Pass the constructor's rate on, not a fixed number"
         )
-
-
-def _check_dropout(candidate, gen, norm_first: bool) -> None:
-    p = 0.3
-    name = "pre-LN" if norm_first else "post-LN"
-    x = randn(gen, 4, 16, _D_MODEL)  # 768 values per sublayer output: the rate is measurable
-
-    # training mode, dropout=0: nothing random anywhere (no fixed rate hidden inside)
-    module, ref, _, shown = _build(candidate, norm_first, 0.0, gen)
-    with torch.no_grad():
-        got = _run(module.train(), x, None, f"{shown} in training mode")
-        if not close(got, ref(x)):
-            raise Mistake(
-                f"{shown} in training mode changes the output although dropout=0.0: pass the "
-                "constructor's dropout on to every nn.Dropout, MultiHeadAttention and "
-                "FeedForward, not a fixed rate"
-            )
-
-    module, ref, _, shown = _build(candidate, norm_first, p, gen)
-    with torch.no_grad():
-        want = ref.eval()(x)
-        module.eval()
-        evaluated = _run(module, x, None, f"{shown} in eval mode")
-        if not close(evaluated, want) or not torch.equal(evaluated, _run(module, x, None, "")):
-            raise Mistake(
-                f"{shown}: the output changes in eval mode. Dropout acts only while training: "
-                "use nn.Dropout modules, or F.dropout(x, p, training=self.training)"
-            )
-        module.train()
-        first = _run(module, x, None, f"{shown} in training mode")
-        second = _run(module, x, None, f"{shown} in training mode")
-        if close(first, want):
-            raise Mistake(
-                f"{shown} in training mode drops nothing: the dropout argument is not used. "
-                "Apply nn.Dropout(dropout) to each sublayer's output, and pass dropout on to "
-                "MultiHeadAttention and FeedForward"
-            )
-        if torch.equal(first, second):
-            raise Mistake(
-                f"{shown} in training mode: two calls give the same output, so dropout draws "
-                "the same mask every time. Don't seed inside forward and don't keep one mask"
-            )
-    _check_ff_dropout(module, ref, gen, p, shown)
-    _check_attention_dropout(module, ref, gen, p, shown)
-    _check_residual_dropout(candidate, gen, norm_first, p, name)
 
 
 def _check_ff_dropout(module, ref, gen, p, shown) -> None:
@@ -867,52 +921,60 @@ def _check_ff_dropout(module, ref, gen, p, shown) -> None:
             )
 
 
-def _check_attention_dropout(module, ref, gen, p, shown) -> None:
-    """On the attention weights, inside self_attn (lesson 04's module)."""
-    z = randn(gen, 4, 16, _D_MODEL)
-    attn = module.self_attn.train()
+def _expect_attention_dropout(module, ref, attn_name: str, z, kv, p: float, shown: str) -> None:
+    """On the attention weights, inside self.{attn_name} (lesson 04's module), queries z."""
+    attn = getattr(module, attn_name).train()
     with torch.no_grad():
-        first, second = attn(z, z, z), attn(z, z, z)
+        first, second = attn(z, kv, kv), attn(z, kv, kv)
         if torch.equal(first, second):
             raise Mistake(
-                f"{shown}: self.self_attn drops nothing in training mode: build it with the "
+                f"{shown}: self.{attn_name} drops nothing in training mode: build it with the "
                 "rate, MultiHeadAttention(d_model, n_heads, dropout)"
             )
         weights = getattr(attn, "attn", None)
         if isinstance(weights, torch.Tensor):
-            ref.self_attn.eval()(z, z, z)
-            expect_dropout(weights, ref.self_attn.attn, p, f"{shown}: self.self_attn.attn")
+            theirs = getattr(ref, attn_name).eval()
+            theirs(z, kv, kv)
+            expect_dropout(weights, theirs.attn, p, f"{shown}: self.{attn_name}.attn")
 
 
-def _check_residual_dropout(candidate, gen, norm_first: bool, p: float, name: str) -> None:
+def _expect_residual_dropout(layer: _Layer, candidate, gen, norm_first, p, value, *inputs):
     """On each sublayer's output, before it is added: measured exactly by replacing the
-    sublayers by known tensors and the norms by the identity (skipped when the layer does
-    not call them as self.self_attn(...), self.ff(...), self.norm1(...), self.norm2(...))."""
-    x = randn(gen, 4, 16, _D_MODEL)
-    value = randn(gen, 4, 16, _D_MODEL)  # what the replaced sublayer returns
-    for branch in ("attention", "feed-forward"):
-        module, _, _, shown = _build(candidate, norm_first, p, gen)
-        attn_out = value if branch == "attention" else torch.zeros_like(value)
-        ff_out = value if branch == "feed-forward" else torch.zeros_like(value)
-        module.self_attn.forward = lambda *args, out=attn_out, **kwargs: out
-        module.ff.forward = lambda *args, out=ff_out, **kwargs: out
-        module.norm1.forward = module.norm2.forward = lambda h: h
+    sublayers by ones returning known tensors (`value` for the one measured) and the norms
+    by the identity. Skipped when the layer does not call them as self.self_attn(...),
+    self.ff(...), self.norm1(...) and so on."""
+    name = "pre-LN" if norm_first else "post-LN"
+    x = inputs[0]
+    for i, words in enumerate(layer.parts.values()):
+        module, _, _, shown = _build(layer, candidate, norm_first, p, gen)
+        outs = [value if j == i else torch.zeros_like(value) for j in range(len(layer.parts))]
+        seen = {}  # what each replaced sublayer was given: (query, key, value, ...)
+
+        def replaced(*args, out, part, seen=seen, **kwargs):
+            seen[part] = [*args, *kwargs.values()]
+            return out
+
+        for part, out in zip(layer.parts, outs, strict=True):
+            getattr(module, part).forward = functools.partial(replaced, out=out, part=part)
+        for norm in layer.norms:
+            getattr(module, norm).forward = lambda h: h
         with torch.no_grad():
             try:
-                calm = _run(module.eval(), x, None, shown)
+                calm = layer.run(module.eval(), *inputs, *layer.no_masks, shown)
             except Mistake:
                 return
             if not close(calm, x + value):  # the layer does not call its parts: can't measure
                 return
             module.train()
-            what = f"{shown} ({name}) in training mode: the {branch} sublayer's output"
-            got = _run(module, x, None, what)
+            what = f"{shown} ({name}) in training mode: the {words} sublayer's output"
+            got = layer.run(module, *inputs, *layer.no_masks, what)
+            if i == 0 and layer.inputs_kept is not None:
+                layer.inputs_kept(seen, *inputs, f"{shown} ({name}) in training mode")
             dropped = got - x
             if close(dropped, value):
-                number = "dropout1" if branch == "attention" else "dropout2"
                 raise Mistake(
                     f"{what} is not dropped: apply dropout to it before adding it to x, "
-                    f"x + {number}(sublayer(...))"
+                    f"x + dropout{i + 1}(sublayer(...))"
                 )
             after = got.abs() <= 1e-7  # zeros in the sum: x itself was dropped there
             ratio = got[~after] / (x + value)[~after]  # one constant when the sum was dropped
@@ -922,5 +984,54 @@ def _check_residual_dropout(candidate, gen, norm_first: bool, p: float, name: st
                     "that drops parts of x itself. Drop only the sublayer's output, then add"
                 )
             _expect_dropped(dropped, value, p, what, "Drop it before adding it to x")
-            again = _run(module, x, None, what) - x
+            again = layer.run(module, *inputs, *layer.no_masks, what) - x
             expect_fresh_randomness(dropped, again, what)
+
+
+# ------------------------------------------------------------ EncoderLayer: the checker --
+
+_ENCODER = _Layer(
+    name="EncoderLayer",
+    inputs=("x",),
+    masks=("mask",),
+    parts={"self_attn": "attention", "ff": "feed-forward"},
+    dropout_to="MultiHeadAttention and FeedForward",
+    shape_hint="It is (B, T, d_model)",
+    pairs=_pairs,
+    run=_run,
+    mistakes=_enc_mistakes,
+    variant=_enc_variant,
+    culprit=_sublayer_culprit,
+)
+
+
+@exercise("EncoderLayer")
+def EncoderLayer(candidate) -> str:
+    return _seeded(_check_encoder_layer, candidate)
+
+
+def _check_encoder_layer(candidate) -> str:
+    _check_signatures(_ENCODER, candidate)
+    gen = generator(8)
+    n_cases = _expect_cases(_ENCODER, candidate, gen, _enc_cases)
+    module, ref, _, shown = _build(_ENCODER, candidate, False, 0.1, gen, defaults=True)
+    _expect_defaults(_ENCODER, module, ref, shown, randn(gen, _B, _T, _D_MODEL))
+    for norm_first in (False, True):
+        _check_dropout(candidate, gen, norm_first)
+    return (
+        f"{n_cases} cases, post-LN and pre-LN: no mask, padding, padding & causal, a batch of "
+        "one in float64, non-contiguous; values and gradients of x and every parameter; the "
+        "defaults; dropout only while training, on each sublayer's output, in the feed-forward "
+        "and on the attention weights, at the rate asked"
+    )
+
+
+def _check_dropout(candidate, gen, norm_first: bool) -> None:
+    p = 0.3
+    x = randn(gen, 4, 16, _D_MODEL)  # 768 values per sublayer output: the rate is measurable
+    module, ref, shown = _expect_dropout_while_training(_ENCODER, candidate, gen, norm_first, p, x)
+    _check_ff_dropout(module, ref, gen, p, shown)
+    z = randn(gen, 4, 16, _D_MODEL)
+    _expect_attention_dropout(module, ref, "self_attn", z, z, p, shown)
+    x, value = randn(gen, 4, 16, _D_MODEL), randn(gen, 4, 16, _D_MODEL)
+    _expect_residual_dropout(_ENCODER, candidate, gen, norm_first, p, value, x)

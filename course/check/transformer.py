@@ -39,38 +39,32 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from course import layers as reference
 from course.check._framework import (
     Mistake,
-    NotImplementedYet,
     call,
-    close,
     exercise,
-    expect_close,
-    expect_dropout,
-    expect_fresh_randomness,
-    expect_gradients,
-    expect_shape,
     generator,
     noncontiguous,
     randn,
 )
 from course.check.layers import (
-    _D_FF,
     _D_MODEL,
-    _N_HEADS,
-    _PROJECTIONS,
-    _a_class,
-    _built,
+    _build,
     _check_ff_dropout,
-    _copy,
-    _expect_dropped,
+    _check_signatures,
+    _expect_attention_dropout,
+    _expect_cases,
+    _expect_defaults,
+    _expect_dropout_while_training,
+    _expect_residual_dropout,
     _ff_variant,
-    _linear,
-    _ln_parameter,
-    _named_stub,
+    _first_wrong_part,
+    _Layer,
+    _norm_pairs,
     _one_tensor,
     _pairs,
+    _projection_pairs,
+    _seeded,
     _submodule,
 )
 
@@ -79,13 +73,6 @@ __all__ = ["DecoderLayer"]
 _B, _T_TGT, _T_SRC = 2, 5, 7  # every size differs from d_model=12, h=3, d_ff=20
 _SUBLAYERS = {"self": "masked self-attention", "cross": "cross-attention", "ff": "feed-forward"}
 _NORMS = ("norm1", "norm2", "norm3")
-
-_INIT_HINTS = {
-    "positional argument": "The constructor's signature is __init__(self, d_model, n_heads, "
-    "d_ff, dropout=0.1, norm_first=False), in that order",
-    "unexpected keyword": "The constructor's signature is __init__(self, d_model, n_heads, "
-    "d_ff, dropout=0.1, norm_first=False)",
-}
 
 
 def _call_hint(message: str) -> str | None:
@@ -108,15 +95,6 @@ def _call_hint(message: str) -> str | None:
 # ------------------------------------------------------------- the parts ----------
 
 
-def _dec_reference(gen, norm_first: bool, dropout: float = 0.1):
-    ref = reference.DecoderLayer(_D_MODEL, _N_HEADS, _D_FF, dropout, norm_first).eval()
-    with torch.no_grad():
-        for name, p in ref.named_parameters():
-            start = 1.0 if name.startswith("norm") and name.endswith("weight") else 0.0
-            p.copy_(start + 0.3 * randn(gen, *p.shape))  # gains away from 1, shifts from 0
-    return ref
-
-
 def _dec_pairs(module: nn.Module, ref) -> dict[str, tuple[torch.Tensor, torch.Tensor]]:
     """'cross_attn.w_q.weight' -> (the learner's tensor, the reference's), every parameter."""
     pairs = _pairs(module, ref)  # self_attn, ff, norm1, norm2: lesson 07's names
@@ -133,11 +111,7 @@ def _dec_pairs(module: nn.Module, ref) -> dict[str, tuple[torch.Tensor, torch.Te
             "self.cross_attn is torch's nn.MultiheadAttention: use the course's "
             "MultiHeadAttention(d_model, n_heads, dropout) from lesson 04 (course.multihead)"
         )
-    for name in _PROJECTIONS:
-        linear = _linear(cross, name, (_D_MODEL, _D_MODEL), "self.cross_attn")
-        theirs = getattr(ref.cross_attn, name)
-        pairs[f"cross_attn.{name}.weight"] = (linear.weight, theirs.weight)
-        pairs[f"cross_attn.{name}.bias"] = (linear.bias, theirs.bias)
+    pairs |= _projection_pairs(cross, ref.cross_attn, "cross_attn")
     norm3 = _submodule(module, "norm3", "self.norm3 = LayerNorm(d_model)")
     if norm3 is module.norm1 or norm3 is module.norm2:
         other = "norm1" if norm3 is module.norm1 else "norm2"
@@ -146,23 +120,7 @@ def _dec_pairs(module: nn.Module, ref) -> dict[str, tuple[torch.Tensor, torch.Te
             "LayerNorm, with its own gain and bias: self.norm1, self.norm2, self.norm3 = "
             "LayerNorm(d_model), LayerNorm(d_model), LayerNorm(d_model)"
         )
-    for kind in ("weight", "bias"):
-        theirs = getattr(ref.norm3, kind)
-        pairs[f"norm3.{kind}"] = (_ln_parameter(norm3, kind, _D_MODEL, "self.norm3"), theirs)
-    return pairs
-
-
-def _build(candidate, norm_first: bool, dropout: float, gen, *, defaults: bool = False):
-    """The learner's layer and the reference, same weights. defaults=True builds it as
-    DecoderLayer(d_model, n_heads, d_ff), relying on dropout=0.1 and norm_first=False."""
-    args = (_D_MODEL, _N_HEADS, _D_FF) + (() if defaults else (dropout, norm_first))
-    shown = f"DecoderLayer({', '.join(map(str, args))})"
-    names = ("d_model", "n_heads", "d_ff", "dropout", "norm_first")
-    module = _built(call(candidate, *args, names=names, hints=_INIT_HINTS), "DecoderLayer", shown)
-    ref = _dec_reference(gen, norm_first, dropout)
-    pairs = _dec_pairs(module, ref)
-    _copy(pairs)
-    return module, ref, pairs, shown
+    return pairs | _norm_pairs(norm3, ref.norm3, "norm3")
 
 
 def _run(module, x, memory, tgt_mask, memory_mask, what: str) -> torch.Tensor:
@@ -485,15 +443,7 @@ def _sublayer_culprit(module, ref, gen) -> str | None:
          "MultiHeadAttention(d_model, n_heads, dropout) (lesson 04)",
          lambda mod: mod.cross_attn(z, m, m)),
     ]  # fmt: skip
-    for diagnosis, part in parts:
-        try:
-            with torch.no_grad():
-                got = part(module)
-        except Exception:  # a part that cannot run alone: nothing to say about it
-            continue
-        if isinstance(got, torch.Tensor) and not close(got, part(ref)):
-            return diagnosis
-    return None
+    return _first_wrong_part(module, ref, parts)
 
 
 # ----------------------------------------------------------------- cases ----------
@@ -541,211 +491,6 @@ def _one_thread():
         torch.set_num_threads(threads)
 
 
-@exercise("DecoderLayer")
-def DecoderLayer(candidate) -> str:
-    with torch.random.fork_rng(devices=[]), _one_thread():
-        torch.manual_seed(0)  # dropout draws inside the checker: reproducible verdicts
-        try:
-            return _check_decoder_layer(candidate)
-        except NotImplementedYet as stub:
-            raise _named_stub(stub) from None
-
-
-def _check_decoder_layer(candidate) -> str:
-    _a_class(
-        candidate,
-        "DecoderLayer",
-        ("d_model", "n_heads", "d_ff", "dropout", "norm_first"),
-        "DecoderLayer(d_model, n_heads, d_ff, dropout=0.1, norm_first=False)",
-        ("x", "memory", "tgt_mask", "memory_mask"),
-        "forward(x, memory, tgt_mask=None, memory_mask=None)",
-    )
-    gen = generator(9)
-    n_cases = 0
-    for norm_first in (False, True):
-        module, ref, pairs, shown = _build(candidate, norm_first, 0.1, gen)
-        module.eval()
-        for name, x, memory, tgt_mask, memory_mask in _cases(gen):
-            what = f"{shown} in eval mode, {name}"
-            if x.dtype == torch.float64:
-                module.double(), ref.double()
-            masks = (tgt_mask, memory_mask)
-            with torch.no_grad():
-                want = ref(x, memory, *masks)
-                got = _run(module, x, memory, *masks, what)
-                expect_shape(
-                    got, want.shape, f"the output of {what}", "It is (B, T_tgt, d_model), like x"
-                )
-                if n_cases == 0 and not torch.equal(got, _run(module, x, memory, *masks, what)):
-                    raise Mistake(
-                        f"{what}: two calls give different outputs, so something is dropped "
-                        "in eval mode. Dropout acts only while training: use nn.Dropout "
-                        "modules, or F.dropout(x, p, training=self.training)"
-                    )
-                expect_close(
-                    got,
-                    want,
-                    f"the output of {what}",
-                    wrong=functools.partial(_dec_mistakes, ref, x, memory, *masks, norm_first),
-                    explain=lambda got, module=module, ref=ref: _sublayer_culprit(module, ref, gen),
-                )
-            expect_gradients(
-                lambda x, memory, module=module, masks=masks, what=what: _run(
-                    module, x, memory, *masks, what
-                ),
-                lambda x, memory, ref=ref, masks=masks: ref(x, memory, *masks),
-                {"x": x, "memory": memory},
-                f"the output of {what}",
-                parameters=pairs,
-            )
-            n_cases += 1
-    _check_defaults(candidate, gen)
-    for norm_first in (False, True):
-        _check_dropout(candidate, gen, norm_first)
-    return (
-        f"{n_cases} cases, post-LN and pre-LN: T_tgt = T_src and T_tgt != T_src, no masks, "
-        "causal, causal & padding with source padding, non-contiguous, a batch of one in "
-        "float64; values and gradients of x, memory and every parameter; the defaults; "
-        "dropout only while training, on each sublayer's output, in the feed-forward and on "
-        "both attentions' weights, at the rate asked"
-    )
-
-
-def _check_defaults(candidate, gen) -> None:
-    """DecoderLayer(d_model, n_heads, d_ff) is the paper's post-LN."""
-    module, ref, _, shown = _build(candidate, False, 0.1, gen, defaults=True)
-    module.eval()
-    x, memory = randn(gen, _B, _T_TGT, _D_MODEL), randn(gen, _B, _T_SRC, _D_MODEL)
-    with torch.no_grad():
-        got, want = _run(module, x, memory, None, None, shown), ref(x, memory)
-        expect_shape(got, want.shape, f"the output of {shown}")
-        if close(got, _dec_variant(ref, x, memory, None, None, "pre")) and not close(got, want):
-            raise Mistake(
-                f"{shown}, built with the defaults, computes pre-LN: the default is "
-                "norm_first=False, the paper's post-LN"
-            )
-        expect_close(got, want, f"the output of {shown} (the default dropout and norm_first)")
-
-
-# --------------------------------------------------------------- dropout ----------
-
-
-def _check_dropout(candidate, gen, norm_first: bool) -> None:
-    p = 0.3
-    name = "pre-LN" if norm_first else "post-LN"
-    x = randn(gen, 4, 16, _D_MODEL)  # 768 values per sublayer output: the rate is measurable
-    memory = randn(gen, 4, 9, _D_MODEL)
-
-    # training mode, dropout=0: nothing random anywhere (no fixed rate hidden inside)
-    module, ref, _, shown = _build(candidate, norm_first, 0.0, gen)
-    with torch.no_grad():
-        got = _run(module.train(), x, memory, None, None, f"{shown} in training mode")
-        if not close(got, ref(x, memory)):
-            raise Mistake(
-                f"{shown} in training mode changes the output although dropout=0.0: pass the "
-                "constructor's dropout on to every nn.Dropout, MultiHeadAttention and "
-                "FeedForward, not a fixed rate"
-            )
-
-    module, ref, _, shown = _build(candidate, norm_first, p, gen)
-    with torch.no_grad():
-        want = ref.eval()(x, memory)
-        module.eval()
-        evaluated = _run(module, x, memory, None, None, f"{shown} in eval mode")
-        again = _run(module, x, memory, None, None, f"{shown} in eval mode")
-        if not close(evaluated, want) or not torch.equal(evaluated, again):
-            raise Mistake(
-                f"{shown}: the output changes in eval mode. Dropout acts only while training: "
-                "use nn.Dropout modules, or F.dropout(x, p, training=self.training)"
-            )
-        module.train()
-        first = _run(module, x, memory, None, None, f"{shown} in training mode")
-        second = _run(module, x, memory, None, None, f"{shown} in training mode")
-        if close(first, want):
-            raise Mistake(
-                f"{shown} in training mode drops nothing: the dropout argument is not used. "
-                "Apply nn.Dropout(dropout) to each sublayer's output, and pass dropout on to "
-                "both MultiHeadAttentions and the FeedForward"
-            )
-        if torch.equal(first, second):
-            raise Mistake(
-                f"{shown} in training mode: two calls give the same output, so dropout draws "
-                "the same mask every time. Don't seed inside forward and don't keep one mask"
-            )
-    _check_ff_dropout(module, ref, gen, p, shown)
-    for attn in ("self_attn", "cross_attn"):
-        _check_attention_dropout(module, ref, attn, gen, p, shown)
-    _check_residual_dropout(candidate, gen, norm_first, p, name)
-
-
-def _check_attention_dropout(module, ref, attn_name: str, gen, p: float, shown: str) -> None:
-    """On the attention weights, inside self_attn and cross_attn (lesson 04's module)."""
-    z, m = randn(gen, 4, 16, _D_MODEL), randn(gen, 4, 12, _D_MODEL)
-    kv = z if attn_name == "self_attn" else m
-    attn = getattr(module, attn_name).train()
-    with torch.no_grad():
-        first, second = attn(z, kv, kv), attn(z, kv, kv)
-        if torch.equal(first, second):
-            raise Mistake(
-                f"{shown}: self.{attn_name} drops nothing in training mode: build it with the "
-                "rate, MultiHeadAttention(d_model, n_heads, dropout)"
-            )
-        weights = getattr(attn, "attn", None)
-        if isinstance(weights, torch.Tensor):
-            theirs = getattr(ref, attn_name).eval()
-            theirs(z, kv, kv)
-            expect_dropout(weights, theirs.attn, p, f"{shown}: self.{attn_name}.attn")
-
-
-def _check_residual_dropout(candidate, gen, norm_first: bool, p: float, name: str) -> None:
-    """On each sublayer's output, before it is added: measured exactly by replacing the
-    sublayers by known tensors and the norms by the identity (skipped when the layer does
-    not call them as self.self_attn(...), self.cross_attn(...), self.ff(...), self.normN)."""
-    x, memory = randn(gen, 4, 16, _D_MODEL), randn(gen, 4, 9, _D_MODEL)
-    value = randn(gen, 4, 16, _D_MODEL)  # what the replaced sublayer returns
-    for i, branch in enumerate(_SUBLAYERS):
-        module, _, _, shown = _build(candidate, norm_first, p, gen)
-        outs = [value if j == i else torch.zeros_like(value) for j in range(3)]
-        seen = {}  # what each replaced sublayer was given: (query, key, value, ...)
-
-        def replaced(*args, out, part, seen=seen, **kwargs):
-            seen[part] = [*args, *kwargs.values()]
-            return out
-
-        for part, out in zip(("self_attn", "cross_attn", "ff"), outs, strict=True):
-            getattr(module, part).forward = functools.partial(replaced, out=out, part=part)
-        for norm in _NORMS:
-            getattr(module, norm).forward = lambda h: h
-        with torch.no_grad():
-            try:
-                calm = _run(module.eval(), x, memory, None, None, shown)
-            except Mistake:
-                return
-            if not close(calm, x + value):  # the layer does not call its parts: can't measure
-                return
-            module.train()
-            what = f"{shown} ({name}) in training mode: the {_SUBLAYERS[branch]} sublayer's output"
-            got = _run(module, x, memory, None, None, what)
-            if i == 0:
-                _expect_inputs_kept(seen, x, memory, f"{shown} ({name}) in training mode")
-            dropped = got - x
-            if close(dropped, value):
-                raise Mistake(
-                    f"{what} is not dropped: apply dropout to it before adding it to x, "
-                    f"x + dropout{i + 1}(sublayer(...))"
-                )
-            after = got.abs() <= 1e-7  # zeros in the sum: x itself was dropped there
-            ratio = got[~after] / (x + value)[~after]  # one constant when the sum was dropped
-            if after.float().mean() > 0.1 and float(ratio.max() - ratio.min()) < 1e-3:
-                raise Mistake(
-                    f"{what}: dropout is applied after the residual addition, to x + sublayer: "
-                    "that drops parts of x itself. Drop only the sublayer's output, then add"
-                )
-            _expect_dropped(dropped, value, p, what, "Drop it before adding it to x")
-            again = _run(module, x, memory, None, None, what) - x
-            expect_fresh_randomness(dropped, again, what)
-
-
 def _expect_inputs_kept(seen: dict, x, memory, what: str) -> None:
     """With the norms the identity and the sublayers replaced, the self-attention must be
     given x itself and the cross-attention memory itself as keys and values: dropout on
@@ -764,3 +509,66 @@ def _expect_inputs_kept(seen: dict, x, memory, what: str) -> None:
                     "sublayer's output, before it is added to x (and inside the attentions "
                     "and the feed-forward), not on what a sublayer reads"
                 )
+
+
+_DECODER = _Layer(
+    name="DecoderLayer",
+    inputs=("x", "memory"),
+    masks=("tgt_mask", "memory_mask"),
+    parts={
+        "self_attn": "masked self-attention",
+        "cross_attn": "cross-attention",
+        "ff": "feed-forward",
+    },
+    dropout_to="both MultiHeadAttentions and the FeedForward",
+    shape_hint="It is (B, T_tgt, d_model), like x",
+    pairs=_dec_pairs,
+    run=_run,
+    mistakes=_dec_mistakes,
+    variant=_dec_variant,
+    culprit=_sublayer_culprit,
+    inputs_kept=_expect_inputs_kept,
+)
+
+
+@exercise("DecoderLayer")
+def DecoderLayer(candidate) -> str:
+    with _one_thread():
+        return _seeded(_check_decoder_layer, candidate)
+
+
+def _check_decoder_layer(candidate) -> str:
+    _check_signatures(_DECODER, candidate)
+    gen = generator(9)
+    n_cases = _expect_cases(_DECODER, candidate, gen, _cases)
+    module, ref, _, shown = _build(_DECODER, candidate, False, 0.1, gen, defaults=True)
+    x, memory = randn(gen, _B, _T_TGT, _D_MODEL), randn(gen, _B, _T_SRC, _D_MODEL)
+    _expect_defaults(_DECODER, module, ref, shown, x, memory)
+    for norm_first in (False, True):
+        _check_dropout(candidate, gen, norm_first)
+    return (
+        f"{n_cases} cases, post-LN and pre-LN: T_tgt = T_src and T_tgt != T_src, no masks, "
+        "causal, causal & padding with source padding, non-contiguous, a batch of one in "
+        "float64; values and gradients of x, memory and every parameter; the defaults; "
+        "dropout only while training, on each sublayer's output, in the feed-forward and on "
+        "both attentions' weights, at the rate asked"
+    )
+
+
+# --------------------------------------------------------------- dropout ----------
+
+
+def _check_dropout(candidate, gen, norm_first: bool) -> None:
+    p = 0.3
+    x = randn(gen, 4, 16, _D_MODEL)  # 768 values per sublayer output: the rate is measurable
+    memory = randn(gen, 4, 9, _D_MODEL)
+    module, ref, shown = _expect_dropout_while_training(
+        _DECODER, candidate, gen, norm_first, p, x, memory
+    )
+    _check_ff_dropout(module, ref, gen, p, shown)
+    for attn in ("self_attn", "cross_attn"):
+        z, m = randn(gen, 4, 16, _D_MODEL), randn(gen, 4, 12, _D_MODEL)
+        _expect_attention_dropout(module, ref, attn, z, z if attn == "self_attn" else m, p, shown)
+    x, memory = randn(gen, 4, 16, _D_MODEL), randn(gen, 4, 9, _D_MODEL)
+    value = randn(gen, 4, 16, _D_MODEL)  # what the replaced sublayer returns
+    _expect_residual_dropout(_DECODER, candidate, gen, norm_first, p, value, x, memory)
