@@ -13,6 +13,7 @@ compares the fast path itself, and says exactly which positions it compares.
 import pytest
 import torch
 import torch.nn.functional as F
+from _layer_helpers import _gen, _randomize
 from torch import nn
 
 from course.layers import (
@@ -28,20 +29,6 @@ from course.multihead import MultiHeadAttention
 B, T, D_MODEL, H, D_FF = 2, 5, 12, 2, 20  # every size differs, so a swapped axis shows
 # sentence 0 has 5 real tokens, sentence 1 has 3 then 2 pads (pad id 0)
 TOKENS = torch.tensor([[3, 1, 4, 1, 5], [9, 2, 6, 0, 0]])
-
-
-def _gen(seed: int = 0) -> torch.Generator:
-    return torch.Generator().manual_seed(seed)
-
-
-def _randomize(module: nn.Module, seed: int = 0) -> nn.Module:
-    """Every parameter random (biases non-zero, norm gains away from 1): all of them count."""
-    gen = _gen(seed)
-    with torch.no_grad():
-        for name, p in module.named_parameters():
-            noise = torch.randn(p.shape, generator=gen, dtype=p.dtype) * 0.3
-            p.copy_(noise + (1.0 if "norm" in name and name.endswith("weight") else 0.0))
-    return module
 
 
 # ------------------------------------------------------------- LayerNorm ----------

@@ -12,6 +12,7 @@ import math
 
 import pytest
 import torch
+from _layer_helpers import _gen, _randomize
 from torch import nn
 
 from course.layers import (
@@ -47,21 +48,6 @@ PAD = 0
 TGT = torch.tensor([[3, 1, 4, 1, 5], [9, 2, 6, 0, 0]])
 # source: sentence 0 has 7 real tokens, sentence 1 has 4 then 3 pads
 SRC = torch.tensor([[2, 7, 1, 8, 2, 8, 1], [8, 2, 8, 4, 0, 0, 0]])
-
-
-def _gen(seed: int = 0) -> torch.Generator:
-    return torch.Generator().manual_seed(seed)
-
-
-def _randomize(module: nn.Module, seed: int = 0) -> nn.Module:
-    """Every parameter random (biases non-zero, norm gains away from 1): all of them count.
-    A tied parameter is visited once (named_parameters skips repeats)."""
-    gen = _gen(seed)
-    with torch.no_grad():
-        for name, p in module.named_parameters():
-            noise = torch.randn(p.shape, generator=gen, dtype=p.dtype) * 0.3
-            p.copy_(noise + (1.0 if "norm" in name and name.endswith("weight") else 0.0))
-    return module
 
 
 # ----------------------------------------------------------- DecoderLayer ----------
