@@ -695,3 +695,891 @@ def test_mha_mistakes_are_named(answer, diagnosis, verdict):
 def test_passing_an_instance_instead_of_the_class_is_explained(verdict):
     passed, printed = verdict(check.MultiHeadAttention, Good(12, 3))
     assert passed is False and "the class itself, not an instance" in printed
+
+
+# ----------------------------------------------------- more wrong answers ----------
+# Each one reaches a diagnosis, a hint or a case the lists above do not; their verdicts are
+# pinned down below, whole.
+
+
+def split_heads_into_the_batch(x, n_heads):
+    return torch.cat(x.chunk(n_heads, dim=-1), dim=0)  # (h * B, T, d_k): heads stacked on B
+
+
+def split_squeezed(x, n_heads):
+    return split_view_transpose(x, n_heads).squeeze()  # loses the axes of size 1
+
+
+def merge_cat_along_time(x):
+    return torch.cat(x.unbind(dim=1), dim=1)  # (B, h * T, d_k): heads end to end in time
+
+
+def merge_squeezed(x):
+    return merge_transpose_reshape(x).squeeze()
+
+
+class TorchStyleNames(Good):
+    def __init__(self, d_model, n_heads, dropout=0.0, bias=True):
+        super().__init__(d_model, n_heads, dropout, bias)
+        self.q_proj, self.k_proj, self.v_proj, self.out_proj = (
+            self.w_q,
+            self.w_k,
+            self.w_v,
+            self.w_o,
+        )
+        del self.w_q, self.w_k, self.w_v, self.w_o
+
+    def forward(self, query, key, value, mask=None):
+        q = self.split(self.q_proj(query))
+        k, v = self.split(self.k_proj(key)), self.split(self.v_proj(value))
+        heads, self.attn = self.attend(q, k, v, mask)
+        return self.out_proj(self.merge(heads))
+
+
+class ForgetsToReturn(Good):
+    def forward(self, query, key, value, mask=None):
+        super().forward(query, key, value, mask)  # no return: the result is None
+
+
+class AttnOfTheFirstItemOnly(Good):
+    def forward(self, query, key, value, mask=None):
+        out = super().forward(query, key, value, mask)
+        self.attn = self.attn[0]  # (h, T_q, T_k): "one batch item is enough to plot"
+        return out
+
+
+class AttnIsScaledScores(Good):
+    def forward(self, query, key, value, mask=None):
+        out = super().forward(query, key, value, mask)
+        q, k = self.split(self.w_q(query)), self.split(self.w_k(key))
+        self.attn = q @ k.transpose(-2, -1) / math.sqrt(self.d_k)
+        return out
+
+
+class DropoutModuleWithTheWrongKeyword(Good):
+    def __init__(self, d_model, n_heads, dropout=0.0, bias=True):
+        super().__init__(d_model, n_heads, dropout, bias)
+        self.drop = nn.Dropout(dropout=dropout)  # nn.Dropout's rate is p
+
+
+class AttnDroppedOutputNot(Good):
+    """self.attn holds the dropped weights; the output is computed from the others."""
+
+    def attend(self, q, k, v, mask):
+        out, weights = scaled_dot_product_attention(q, k, v, mask)
+        return out, F.dropout(weights, self.dropout, self.training)
+
+
+class DropoutDrawnTwice(Good):
+    """One dropout for the output, another for the weights kept in self.attn."""
+
+    def attend(self, q, k, v, mask):
+        _, weights = scaled_dot_product_attention(q, k, v, mask)
+        p = self.dropout if self.training else 0.0
+        return F.dropout(weights, p) @ v, F.dropout(weights, p)
+
+
+def split_through_float32(x, n_heads):
+    return split_view_transpose(x.float(), n_heads).to(x.dtype)  # rounds float64 inputs
+
+
+def split_x_through_numpy(x, n_heads):
+    x = torch.from_numpy(x.numpy())  # fails once x requires grad
+    return split_view_transpose(x, n_heads)
+
+
+def split_nan_patched(x, n_heads):
+    """The right values, with a 0/0 on the way patched by nan_to_num: NaN gradients."""
+    heads = split_view_transpose(x, n_heads)
+    return heads + torch.nan_to_num(heads / (heads - heads), nan=0.0, posinf=0.0, neginf=0.0)
+
+
+def merge_through_float32(x):
+    return merge_transpose_reshape(x.float()).to(x.dtype)
+
+
+def merge_x_through_numpy(x):
+    return merge_transpose_reshape(torch.from_numpy(x.numpy()))
+
+
+def merge_nan_patched(x):
+    merged = merge_transpose_reshape(x)
+    return merged + torch.nan_to_num(merged / (merged - merged), nan=0.0, posinf=0.0, neginf=0.0)
+
+
+def merge_returns_a_list(x):
+    return list(merge_transpose_reshape(x))
+
+
+def merge_with_heads_in_the_batch(x):
+    """Written for heads stacked into the batch, (B * h, T, d_k), by .view: fails on the
+    non-contiguous heads that split_heads returns."""
+    B, h, T, d_k = x.shape
+    x = x.view(B * h, T, d_k).view(B, h, T, d_k)
+    return x.transpose(1, 2).reshape(B, T, h * d_k)
+
+
+class EinsumQueryForKeys(InlineAttention):
+    def attend(self, q, k, v, mask):
+        weights = (torch.einsum("bhqd,bhkd->bhqk", q, k) / math.sqrt(self.d_k)).softmax(dim=-1)
+        return torch.einsum("bhqk,bhkd->bhqd", weights, v), weights
+
+    def forward(self, query, key, value, mask=None):
+        return super().forward(query, query, value, mask)
+
+
+class MergeWithView(Good):
+    def merge(self, x):
+        return merge_view_after_transpose(x)
+
+
+class MaskGivenAHeadAxis(Good):
+    def attend(self, q, k, v, mask):
+        return super().attend(q, k, v, None if mask is None else mask.unsqueeze(1))
+
+
+class MaskReshapedForPadding(Good):
+    def attend(self, q, k, v, mask):
+        if mask is not None:  # "a padding mask (B, T_k)": not what a causal (T, T) mask is
+            mask = mask.reshape(q.shape[0], 1, 1, -1)
+        return super().attend(q, k, v, mask)
+
+
+class WOWeightAsData(Good):
+    def forward(self, query, key, value, mask=None):
+        q = self.split(self.w_q(query))
+        k, v = self.split(self.w_k(key)), self.split(self.w_v(value))
+        heads, self.attn = self.attend(q, k, v, mask)
+        return F.linear(self.merge(heads), self.w_o.weight.data, self.w_o.bias)
+
+
+class MaskedBranchUnscaled(InlineAttention):
+    def attend(self, q, k, v, mask):
+        if mask is None:
+            return super().attend(q, k, v, mask)
+        scores = (q @ k.transpose(-2, -1)).masked_fill(~mask, float("-inf"))  # no / sqrt(d_k)
+        weights = F.dropout(scores.softmax(dim=-1), self.dropout, self.training)
+        return weights @ v, weights
+
+
+class MaskTransposed(InlineAttention):
+    def attend(self, q, k, v, mask):
+        return super().attend(q, k, v, None if mask is None else mask.transpose(-2, -1))
+
+
+class KeysFromValue(Good):
+    def forward(self, query, key, value, mask=None):
+        return super().forward(query, value, value, mask)
+
+
+class ValuesProjectedWithWQ(Good):
+    def forward(self, query, key, value, mask=None):
+        q, k = self.split(self.w_q(query)), self.split(self.w_k(key))
+        heads, self.attn = self.attend(q, k, self.split(self.w_q(value)), mask)
+        return self.w_o(self.merge(heads))
+
+
+class KeysProjectedWithWQ(Good):
+    def forward(self, query, key, value, mask=None):
+        q, k = self.split(self.w_q(query)), self.split(self.w_q(key))
+        heads, self.attn = self.attend(q, k, self.split(self.w_v(value)), mask)
+        return self.w_o(self.merge(heads))
+
+
+class OneFullWidthHeadScaledByDK(InlineAttention):
+    """No split, but the scores divided by sqrt(d_k) all the same."""
+
+    def split(self, x):
+        return x.unsqueeze(1)  # (B, 1, T, d_model)
+
+    def attend(self, q, k, v, mask):
+        scores = q @ k.transpose(-2, -1) / math.sqrt(self.d_k)
+        if mask is not None:
+            scores = scores.masked_fill(~mask, float("-inf"))
+        weights = F.dropout(scores.softmax(dim=-1), self.dropout, self.training)
+        return weights @ v, weights
+
+
+class MaskAlwaysCausal(Good):
+    """Any mask given is replaced by a causal one of the scores' size."""
+
+    def attend(self, q, k, v, mask):
+        if mask is not None:
+            mask = torch.ones(q.shape[-2], k.shape[-2], dtype=torch.bool).tril()
+        return super().attend(q, k, v, mask)
+
+
+class MaskKeywordOnly(Good):
+    def forward(self, query, key, value, *, mask=None):
+        return super().forward(query, key, value, mask)
+
+
+class AttnHeadAxisSqueezed(Good):
+    def forward(self, query, key, value, mask=None):
+        out = super().forward(query, key, value, mask)
+        self.attn = self.attn.squeeze(1)  # (B, T_q, T_k) when there is one head
+        return out
+
+
+class QueryDetached(Good):
+    def forward(self, query, key, value, mask=None):
+        return super().forward(query.detach(), key, value, mask)
+
+
+class ManualProjections(Good):
+    """x @ W.T + b written out: breaks when bias=False leaves b = None."""
+
+    def forward(self, query, key, value, mask=None):
+        def project(layer, x):
+            return x @ layer.weight.T + layer.bias
+
+        q = self.split(project(self.w_q, query))
+        k, v = self.split(project(self.w_k, key)), self.split(project(self.w_v, value))
+        heads, self.attn = self.attend(q, k, v, mask)
+        return project(self.w_o, self.merge(heads))
+
+
+class AttnOnlyInEval(Good):
+    def forward(self, query, key, value, mask=None):
+        out = super().forward(query, key, value, mask)
+        if self.training:
+            self.attn = None  # "no need to keep them while training"
+        return out
+
+
+class DropoutFixedSeed(Good):
+    def attend(self, q, k, v, mask):
+        torch.manual_seed(0)  # the same "random" mask on every call
+        return super().attend(q, k, v, mask)
+
+
+# ------------------------------------------------------- the full verdict lines ----------
+# The message is what the learner reads: for each diagnosis the whole printed line is pinned
+# down, with the case it names (sizes, heads, masks, float64, dropout rate) and its hint.
+
+SPLIT_VERDICTS = [
+    (
+        split_view_transpose,
+        "✅ split_heads: passed (5 inputs, 1 to 5 heads, float64 and non-contiguous too; every "
+        "number in its head, gradients included).",
+    ),
+    (
+        split_heads_reversed,
+        "❌ split_heads: the heads come out in reverse order: head 0 must hold the first d_k "
+        "features, x[..., :d_k]; don't flip the head axis",
+    ),
+    (
+        split_detached,
+        "❌ split_heads: the result (x of shape (2, 5, 12), n_heads=3): the result carries no "
+        "gradient, so nothing before it could learn. Something cut it from the computation graph: "
+        ".detach(), a `with torch.no_grad():` block, or a new tensor made from values "
+        "(torch.tensor(...), .item(), .numpy())",
+    ),
+    (
+        split_flattening_with_view,
+        "❌ split_heads: on inputs x (2, 4, 6), n_heads=2 your code raised RuntimeError: view size "
+        "is not compatible with input tensor's size and stride (at least one dimension spans "
+        "across two contiguous subspaces). Use .reshape(...) instead.. The tensor is not "
+        "contiguous in memory (a transpose or a slice made it so): use .reshape(...) instead of "
+        ".view(...), or .contiguous().view(...)",
+    ),
+    (
+        split_in_float32,
+        "❌ split_heads: the result (x of shape (2, 4, 6), float64, non-contiguous, n_heads=2) is "
+        "float32, but the inputs were float64: keep the inputs' dtype (make new tensors with "
+        "x.new_zeros(...) or dtype=x.dtype; no .float() or .double())",
+    ),
+    (
+        split_arguments_swapped,
+        "❌ split_heads: your parameters come in the order (n_heads, x); the lesson's signature is "
+        "split_heads(x, n_heads), and the notebooks pass the arguments in that order",
+    ),
+    (
+        split_stub,
+        "⏳ split_heads: not implemented yet. Replace `raise NotImplementedError` with your code, "
+        "run that cell, then this one again.",
+    ),
+    (
+        split_no_transpose,
+        "❌ split_heads: you reshaped (B, T, d_model) straight to (B, h, T, d_k): that keeps the "
+        "memory order, so a head gets whole vectors of a few positions instead of its own slice "
+        "of every position. Cut the features first, .view(B, T, h, d_k), then .transpose(1, 2)",
+    ),
+    (
+        split_left_in_place,
+        "❌ split_heads: the result (x of shape (2, 5, 12), n_heads=3) has shape (2, 5, 3, 4), "
+        "expected (2, 3, 5, 4). You cut the features into (h, d_k) but left the heads after time: "
+        ".transpose(1, 2) to bring them in front, giving (B, h, T, d_k)",
+    ),
+    (
+        split_wrong_axes,
+        "❌ split_heads: the result (x of shape (2, 5, 12), n_heads=3) has shape (2, 4, 3, 5), "
+        "expected (2, 3, 5, 4). The right sizes in the wrong order: you transposed the wrong "
+        "axes. From (B, T, h, d_k), swap time and heads: .transpose(1, 2) or .permute(0, 2, 1, 3)",
+    ),
+    (
+        split_interleaved,
+        "❌ split_heads: the heads are interleaved: you cut d_model as (d_k, h), so head j gets "
+        "features j, j+h, j+2h, ... Head j must hold the contiguous block j*d_k:(j+1)*d_k: "
+        ".view(B, T, h, d_k)",
+    ),
+    (
+        split_n_heads_as_d_k,
+        "❌ split_heads: the result (x of shape (2, 5, 12), n_heads=3) has shape (2, 4, 5, 3), "
+        "expected (2, 3, 5, 4). You used n_heads as the size of each head: d_k = d_model // "
+        "n_heads",
+    ),
+    (
+        split_hard_coded_heads,
+        "❌ split_heads: on inputs x (3, 2, 8), n_heads=2 your code raised RuntimeError: shape "
+        "'[3, 2, 3, 2]' is invalid for input of size 48. Compute the sizes from the inputs: B, T, "
+        "d_model = x.shape and d_k = d_model // n_heads, using the n_heads argument (not a fixed "
+        "number)",
+    ),
+    (split_returns_tuple, "❌ split_heads: the result should be a torch.Tensor, got a tuple"),
+    (
+        split_heads_into_the_batch,
+        "❌ split_heads: the result (x of shape (2, 5, 12), n_heads=3) has shape (6, 5, 4), "
+        "expected (2, 3, 5, 4). It is (B, h, T, d_k) with d_k = d_model // n_heads",
+    ),
+    (
+        split_squeezed,
+        "❌ split_heads: the result (x of shape (1, 3, 7), n_heads=1) has shape (3, 7), expected "
+        "(1, 1, 3, 7). It is (B, h, T, d_k) with d_k = d_model // n_heads",
+    ),
+    (
+        split_through_float32,
+        "❌ split_heads: the result (x of shape (2, 4, 6), float64, non-contiguous, n_heads=2) is "
+        "not right: at index (0, 0, 2, 0) you have -1.158, expected -1.158 (largest difference "
+        "5.92e-08)",
+    ),
+    (
+        split_x_through_numpy,
+        "❌ split_heads: on inputs x (2, 5, 12), n_heads=3 your code raised RuntimeError: Can't "
+        "call numpy() on Tensor that requires grad. Use tensor.detach().numpy() instead.",
+    ),
+    (
+        split_nan_patched,
+        "❌ split_heads: the result (x of shape (2, 5, 12), n_heads=3): the gradient with respect "
+        "to x holds NaN or inf, so one training step would make the model NaN",
+    ),
+]
+
+
+MERGE_VERDICTS = [
+    (
+        merge_transpose_reshape,
+        "✅ merge_heads: passed (5 inputs, 1 to 5 heads, float64 and non-contiguous too, gradients "
+        "included; merge_heads(split_heads(x)) == x).",
+    ),
+    (
+        merge_heads_reversed,
+        "❌ merge_heads: the heads are concatenated in reverse order: head 0's features come "
+        "first, then head 1's, ...; don't flip the head axis",
+    ),
+    (
+        merge_through_numpy,
+        "❌ merge_heads: the result (x of shape (2, 3, 5, 4)): the result carries no gradient, so "
+        "nothing before it could learn. Something cut it from the computation graph: .detach(), a "
+        "`with torch.no_grad():` block, or a new tensor made from values (torch.tensor(...), "
+        ".item(), .numpy())",
+    ),
+    (
+        merge_stub,
+        "⏳ merge_heads: not implemented yet. Replace `raise NotImplementedError` with your code, "
+        "run that cell, then this one again.",
+    ),
+    (
+        merge_reshape_only,
+        "❌ merge_heads: you reshaped (B, h, T, d_k) straight to (B, T, h*d_k) without moving the "
+        "heads back behind time: the numbers end up at the wrong positions. First .transpose(1, "
+        "2) to (B, T, h, d_k), then .reshape(B, T, h * d_k)",
+    ),
+    (
+        merge_interleaved,
+        "❌ merge_heads: the heads' features are interleaved: you flattened (d_k, h) instead of "
+        "(h, d_k). Head j's d_k features must stay together at j*d_k:(j+1)*d_k: .transpose(1, "
+        "2).reshape(B, T, h * d_k)",
+    ),
+    (
+        merge_wrong_axes,
+        "❌ merge_heads: you transposed the wrong axes: the heads (dim 1) and time (dim 2) must "
+        "swap, .transpose(1, 2), before the reshape",
+    ),
+    (
+        merge_view_after_transpose,
+        "❌ merge_heads: on inputs x (2, 3, 5, 4) your code raised RuntimeError: view size is not "
+        "compatible with input tensor's size and stride (at least one dimension spans across two "
+        "contiguous subspaces). Use .reshape(...) instead.. After a transpose the tensor is no "
+        "longer contiguous in memory: use .reshape(...) instead of .view(...), or "
+        ".contiguous().view(...)",
+    ),
+    (
+        merge_not_flattened,
+        "❌ merge_heads: the result (x of shape (2, 3, 5, 4)) has shape (2, 5, 3, 4), expected (2, "
+        "5, 12). Almost: now flatten the last two axes, .reshape(B, T, h * d_k)",
+    ),
+    (
+        merge_time_flattened,
+        "❌ merge_heads: the result (x of shape (2, 3, 5, 4)) has shape (2, 3, 20), expected (2, "
+        "5, 12). You flattened time with the features: first .transpose(1, 2) to (B, T, h, d_k)",
+    ),
+    (
+        merge_cat_along_time,
+        "❌ merge_heads: the result (x of shape (2, 3, 5, 4)) has shape (2, 15, 4), expected (2, "
+        "5, 12). It is (B, T, h * d_k): the heads' answers side by side for each position",
+    ),
+    (
+        merge_squeezed,
+        "❌ merge_heads: the result (x of shape (1, 1, 3, 7)) has shape (3, 7), expected (1, 3, "
+        "7). It is (B, T, h * d_k): the heads' answers side by side for each position",
+    ),
+    (
+        merge_through_float32,
+        "❌ merge_heads: the result (x of shape (2, 2, 4, 3), float64, non-contiguous) is not "
+        "right: at index (1, 1, 3) you have -3.252, expected -3.252 (largest difference 8.52e-08)",
+    ),
+    (
+        merge_x_through_numpy,
+        "❌ merge_heads: on inputs x (2, 3, 5, 4) your code raised RuntimeError: Can't call "
+        "numpy() on Tensor that requires grad. Use tensor.detach().numpy() instead.",
+    ),
+    (
+        merge_nan_patched,
+        "❌ merge_heads: the result (x of shape (2, 3, 5, 4)): the gradient with respect to x "
+        "holds NaN or inf, so one training step would make the model NaN",
+    ),
+    (merge_returns_a_list, "❌ merge_heads: the result should be a torch.Tensor, got a list"),
+    (
+        merge_with_heads_in_the_batch,
+        "❌ merge_heads: on inputs x (2, 3, 5, 4) your code raised RuntimeError: view size is not "
+        "compatible with input tensor's size and stride (at least one dimension spans across two "
+        "contiguous subspaces). Use .reshape(...) instead.. The tensor is not contiguous in "
+        "memory (a transpose or a slice made it so): use .reshape(...) instead of .view(...), or "
+        ".contiguous().view(...)",
+    ),
+]
+
+
+MHA_VERDICTS = [
+    (
+        Good,
+        "✅ MultiHeadAttention: passed (10 cases: self- and cross-attention, padding and causal "
+        "masks, 1 to 4 heads, float64 and a batch of one; values and gradients; bias=False; "
+        "dropout on the attention weights, only while training).",
+    ),
+    (
+        CallsUnfinishedSplitHeads,
+        "⏳ MultiHeadAttention: your code calls split_heads, which is not implemented yet (it "
+        "still raises NotImplementedError). Finish split_heads first, run its cell, then this one "
+        "again.",
+    ),
+    (
+        BiasAlwaysOn,
+        "❌ MultiHeadAttention: with bias=False, self.w_q still has a bias: pass the argument on, "
+        "nn.Linear(d_model, d_model, bias=bias)",
+    ),
+    (
+        DropoutConstant,
+        "❌ MultiHeadAttention: self.attn after self-attention with dropout=0.5 in training mode: "
+        "the kept values are scaled by 1.11, which is dropout at p=0.1, but p=0.5 was asked. Use "
+        "the rate you are given, not a fixed number",
+    ),
+    (
+        DropoutOnTheOutput,
+        "❌ MultiHeadAttention: self.attn after self-attention with dropout=0.5 in training mode: "
+        "nothing is dropped at p=0.5. Dropout belongs on these attention weights, after the "
+        "softmax, and the dropped weights are the ones that multiply v",
+    ),
+    (
+        DropoutWholeHeads,
+        "❌ MultiHeadAttention: self.attn after self-attention with dropout=0.5 in training mode: "
+        "dropout drops whole rows (a query's every weight) at once; drop each weight on its own, "
+        "with a random mask of the weights' full shape (F.dropout(weights, p))",
+    ),
+    (
+        AttnBeforeDropout,
+        "❌ MultiHeadAttention: self.attn after self-attention with dropout=0.5 in training mode: "
+        "nothing is dropped at p=0.5. Dropout belongs on these attention weights, after the "
+        "softmax, and the dropped weights are the ones that multiply v",
+    ),
+    (
+        ValuesProjectedWithWK,
+        "❌ MultiHeadAttention: the values are projected with w_k: v = self.w_v(value)",
+    ),
+    (
+        SoftmaxOverHeads,
+        "❌ MultiHeadAttention: the softmax runs over the heads (dim=1): each query's weights must "
+        "sum to 1 over the keys, the last axis: softmax(dim=-1)",
+    ),
+    (
+        HeadsMergedInReverse,
+        "❌ MultiHeadAttention: the heads are concatenated in reverse order: after the attention, "
+        "head 0's answer comes first, then head 1's, ... (merge without flipping the head axis)",
+    ),
+    (
+        ForwardArgumentsInAnotherOrder,
+        "❌ MultiHeadAttention: your parameters come in the order (query, value, key, mask); the "
+        "lesson's signature is forward(query, key, value, mask=None), and the notebooks pass the "
+        "arguments in that order",
+    ),
+    (
+        InitArgumentsInAnotherOrder,
+        "❌ MultiHeadAttention: your parameters come in the order (d_model, n_heads, bias, "
+        "dropout); the lesson's signature is MultiHeadAttention(d_model, n_heads, dropout=0.0, "
+        "bias=True), and the notebooks pass the arguments in that order",
+    ),
+    (
+        ForwardUnderNoGrad,
+        "❌ MultiHeadAttention: the output on self-attention, d_model=12, n_heads=3: the result "
+        "carries no gradient, so nothing before it could learn. Something cut it from the "
+        "computation graph: .detach(), a `with torch.no_grad():` block, or a new tensor made from "
+        "values (torch.tensor(...), .item(), .numpy())",
+    ),
+    (
+        ForcedToFloat32,
+        "❌ MultiHeadAttention: the output on cross-attention, a batch of one, float64, "
+        "non-contiguous, d_model=12, n_heads=3 is float32, but the inputs were float64: keep the "
+        "inputs' dtype (make new tensors with x.new_zeros(...) or dtype=x.dtype; no .float() or "
+        ".double())",
+    ),
+    (
+        FusedWithWeightsToo,
+        "❌ MultiHeadAttention: self.attn after self-attention with dropout=0.5 in training mode: "
+        "nothing is dropped at p=0.5. Dropout belongs on these attention weights, after the "
+        "softmax, and the dropped weights are the ones that multiply v",
+    ),
+    (
+        Stub,
+        "⏳ MultiHeadAttention: not implemented yet. Replace `raise NotImplementedError` with your "
+        "code, run that cell, then this one again.",
+    ),
+    (
+        ForwardStub,
+        "⏳ MultiHeadAttention: not implemented yet. Replace `raise NotImplementedError` with your "
+        "code, run that cell, then this one again.",
+    ),
+    (
+        NoWO,
+        "❌ MultiHeadAttention: the output skips w_o: after merging the heads, mix them with "
+        "self.w_o (return self.w_o(merged))",
+    ),
+    (
+        Unscaled,
+        "❌ MultiHeadAttention: the scores are not scaled: each head divides q·k by sqrt(d_k), "
+        "with d_k = d_model // n_heads",
+    ),
+    (
+        ScaledByDModel,
+        "❌ MultiHeadAttention: the scores are divided by sqrt(d_model); each head works in d_k = "
+        "d_model // n_heads dimensions, so divide by sqrt(d_k)",
+    ),
+    (
+        MaskIgnored,
+        "❌ MultiHeadAttention: the mask is ignored: pass it on to the attention of every head (it "
+        "is already broadcastable to (B, h, T_q, T_k))",
+    ),
+    (
+        MaskInverted,
+        "❌ MultiHeadAttention: the mask is inverted: True means *may attend*, so fill the scores "
+        "with -inf where the mask is False (e.g. scores.masked_fill(~mask, float('-inf')))",
+    ),
+    (
+        KeyValueSwapped,
+        "❌ MultiHeadAttention: query, key and value are mixed up: you used value for the keys and "
+        "key for the values. Scores compare w_q(query) with w_k(key); the weights average "
+        "w_v(value)",
+    ),
+    (
+        QueryForKeysInline,
+        "❌ MultiHeadAttention: on inputs query (2, 4, 12), key (2, 6, 12), value (2, 6, 12) your "
+        "code raised RuntimeError: Expected size for first two dimensions of batch2 tensor to be: "
+        "[6, 4] but got: [6, 6].. Which input feeds which projection? q = w_q(query); k = "
+        "w_k(key) and v = w_v(value), both T_k long: only q comes from query",
+    ),
+    (
+        ValuesFromKey,
+        "❌ MultiHeadAttention: the values come from key: project value with w_v, v = w_v(value)",
+    ),
+    (
+        QueryForKeys,
+        "❌ MultiHeadAttention: on inputs query (2, 4, 12), key (2, 6, 12), value (2, 6, 12) your "
+        "code raised ValueError: k and v must have the same length T_k (dim -2): k is (2, 3, 4, "
+        "4), v is (2, 3, 6, 4). Which input feeds which projection? q = w_q(query); k = w_k(key) "
+        "and v = w_v(value), both T_k long: only q comes from query",
+    ),
+    (
+        OneFullWidthHead,
+        "❌ MultiHeadAttention: the heads are not split: this is one full-width head. Cut q, k and "
+        "v into n_heads heads with split_heads before the attention, and merge them after",
+    ),
+    (
+        SplitWithoutTranspose,
+        "❌ MultiHeadAttention: the heads are scrambled: q, k, v were reshaped straight to (B, h, "
+        "T, d_k). Split with .view(B, T, h, d_k).transpose(1, 2)",
+    ),
+    (
+        MergeWithoutTranspose,
+        "❌ MultiHeadAttention: the heads are merged back in the wrong order: (B, h, T, d_k) was "
+        "reshaped straight to (B, T, d_model). Use .transpose(1, 2) first, then .reshape",
+    ),
+    (
+        ReturnsTuple,
+        "❌ MultiHeadAttention: forward returned a tuple of 2 things on self-attention, "
+        "d_model=12, n_heads=3: return only the output tensor (B, T_q, d_model); keep the weights "
+        "in self.attn",
+    ),
+    (
+        NoAttn,
+        "❌ MultiHeadAttention: your output is right on every case, but self.attn is missing: keep "
+        "the attention weights (B, h, T_q, T_k) in self.attn for plotting (torch's fused "
+        "F.scaled_dot_product_attention does not return them; "
+        "course.attention.scaled_dot_product_attention returns (output, weights))",
+    ),
+    (
+        AttnAveraged,
+        "❌ MultiHeadAttention: self.attn after cross-attention, a batch of one, float64, "
+        "non-contiguous, d_model=12, n_heads=3 has shape (1, 4, 6), expected (1, 3, 4, 6). One "
+        "map per head: don't average over the heads",
+    ),
+    (
+        AttnIsScores,
+        "❌ MultiHeadAttention: self.attn holds the raw scores q·k, before the softmax: keep the "
+        "weights (after the softmax), the ones that multiply v",
+    ),
+    (
+        AttnIsMaskedScores,
+        "❌ MultiHeadAttention: self.attn after cross-attention, a batch of one, float64, "
+        "non-contiguous, d_model=12, n_heads=3 contains 48 NaN/inf value(s): self.attn holds the "
+        "masked scores, before the softmax: keep the weights (after the softmax), the ones that "
+        "multiply v",
+    ),
+    (
+        DropoutAlways,
+        "❌ MultiHeadAttention: with dropout=0.5 the output changes in eval mode: drop attention "
+        "weights only while training, dropout_p = self.dropout if self.training else 0.0 (an "
+        "nn.Dropout module does this by itself)",
+    ),
+    (
+        DropoutIgnored,
+        "❌ MultiHeadAttention: with dropout=0.5 in training mode nothing was dropped: drop "
+        "attention weights while training, dropout_p = self.dropout if self.training else 0.0",
+    ),
+    (
+        NoDropoutArgument,
+        "❌ MultiHeadAttention: on inputs d_model=12, n_heads=3, dropout=0.0, bias=False your code "
+        "raised TypeError: NoDropoutArgument.__init__() takes 3 positional arguments but 5 were "
+        "given. The constructor's signature is __init__(self, d_model, n_heads, dropout=0.0, "
+        "bias=True), in that order",
+    ),
+    (
+        NotAModule,
+        "❌ MultiHeadAttention: MultiHeadAttention(12, 3) gave a NotAModule, not an nn.Module: "
+        "write `class MultiHeadAttention(nn.Module)` and call super().__init__() first in "
+        "__init__",
+    ),
+    (
+        OtherNames,
+        "❌ MultiHeadAttention: your module has no attribute w_o. Name the four projections "
+        "self.w_q, self.w_k, self.w_v, self.w_o = nn.Linear(d_model, d_model) (found: w_q, w_k, "
+        "w_v)",
+    ),
+    (
+        SmallProjections,
+        "❌ MultiHeadAttention: self.w_q.weight has shape (4, 12) for d_model=12, expected (12, "
+        "12): all four projections are nn.Linear(d_model, d_model); the heads are cut out of "
+        "their output by split_heads",
+    ),
+    (
+        NoBias,
+        "❌ MultiHeadAttention: self.w_q has no bias of shape (12,): by default (bias=True) each "
+        "projection is nn.Linear(d_model, d_model, bias=bias) with a bias",
+    ),
+    (
+        ProjectionsAsTensors,
+        "❌ MultiHeadAttention: self.w_k is a Parameter, expected an nn.Linear(d_model, d_model) "
+        "(a layer with a .weight)",
+    ),
+    (
+        SelfAttentionOnly,
+        "❌ MultiHeadAttention: on inputs query (2, 5, 12), key (2, 5, 12), value (2, 5, 12) your "
+        "code raised TypeError: SelfAttentionOnly.forward() takes from 2 to 3 positional "
+        "arguments but 4 were given. The module is called as mha(query, key, value, mask=None)",
+    ),
+    (
+        MaskNamedDifferently,
+        "❌ MultiHeadAttention: on inputs query (2, 4, 12), key (2, 6, 12), value (2, 6, 12), mask "
+        "(2, 1, 1, 6) your code raised TypeError: MaskNamedDifferently.forward() got an "
+        "unexpected keyword argument 'mask'. Name the last argument of forward `mask`: "
+        "forward(self, query, key, value, mask=None)",
+    ),
+    (
+        OutputShapeWrong,
+        "❌ MultiHeadAttention: the output on self-attention, d_model=12, n_heads=3 has shape (2, "
+        "3, 5, 4), expected (2, 5, 12). It is (B, T_q, d_model): one vector per query position",
+    ),
+    (
+        TorchStyleNames,
+        "❌ MultiHeadAttention: your module has no attribute w_q. Name the four projections "
+        "self.w_q, self.w_k, self.w_v, self.w_o = nn.Linear(d_model, d_model) (found: none of "
+        "them)",
+    ),
+    (
+        ForgetsToReturn,
+        "❌ MultiHeadAttention: the output on self-attention, d_model=12, n_heads=3 should be a "
+        "torch.Tensor, got a NoneType",
+    ),
+    (
+        AttnOfTheFirstItemOnly,
+        "❌ MultiHeadAttention: self.attn after cross-attention, a batch of one, float64, "
+        "non-contiguous, d_model=12, n_heads=3 has shape (3, 4, 6), expected (1, 3, 4, 6). Keep "
+        "the weights of the latest call: one (T_q, T_k) map per batch item and head",
+    ),
+    (
+        AttnIsScaledScores,
+        "❌ MultiHeadAttention: self.attn holds the scaled scores q·k / sqrt(d_k), before the "
+        "softmax: keep the weights (after the softmax), the ones that multiply v",
+    ),
+    (
+        DropoutModuleWithTheWrongKeyword,
+        "❌ MultiHeadAttention: on inputs d_model=12, n_heads=3 your code raised TypeError: "
+        "_DropoutNd.__init__() got an unexpected keyword argument 'dropout'. nn.Dropout and "
+        "F.dropout call the rate p: nn.Dropout(p=dropout), F.dropout(weights, p=dropout)",
+    ),
+    (
+        AttnDroppedOutputNot,
+        "❌ MultiHeadAttention: with dropout=0.5 in training mode the output does not come from "
+        "the dropped weights in self.attn: drop the attention weights, then multiply those by v "
+        "(keep the same weights in self.attn)",
+    ),
+    (
+        DropoutDrawnTwice,
+        "❌ MultiHeadAttention: the output on self-attention with dropout=0.5 in training mode is "
+        "not right: at index (2, 1, 1) you have 2.987, expected -3.377 (largest difference 6.36)",
+    ),
+    (
+        EinsumQueryForKeys,
+        "❌ MultiHeadAttention: on inputs query (2, 4, 12), key (2, 6, 12), value (2, 6, 12) your "
+        "code raised RuntimeError: einsum(): subscript k has size 6 for operand 1 which does not "
+        "broadcast with previously seen size 4. Which input feeds which projection? q = "
+        "w_q(query); k = w_k(key) and v = w_v(value), both T_k long: only q comes from query",
+    ),
+    (
+        MergeWithView,
+        "❌ MultiHeadAttention: on inputs query (2, 5, 12), key (2, 5, 12), value (2, 5, 12) your "
+        "code raised RuntimeError: view size is not compatible with input tensor's size and "
+        "stride (at least one dimension spans across two contiguous subspaces). Use .reshape(...) "
+        "instead.. After a transpose the tensor is no longer contiguous in memory: use "
+        ".reshape(...) instead of .view(...), or .contiguous().view(...)",
+    ),
+    (
+        MaskTransposed,
+        "❌ MultiHeadAttention: on inputs query (2, 4, 12), key (2, 6, 12), value (2, 6, 12), mask "
+        "(2, 1, 1, 6) your code raised RuntimeError: The size of tensor a (6) must match the size "
+        "of tensor b (4) at non-singleton dimension 2. Check the axes: q, k, v are (B, h, T, d_k) "
+        "after the split, the weights (B, h, T_q, T_k); the mask arrives broadcastable to (B, h, "
+        "T_q, T_k) as it is",
+    ),
+    (
+        MaskReshapedForPadding,
+        "❌ MultiHeadAttention: on inputs query (2, 5, 12), key (2, 5, 12), value (2, 5, 12), mask "
+        "(5, 5) your code raised RuntimeError: shape '[2, 1, 1, -1]' is invalid for input of size "
+        "25. Check the sizes you reshape to: query has T_q positions, key and value T_k",
+    ),
+    (
+        WOWeightAsData,
+        "❌ MultiHeadAttention: the output on self-attention, d_model=12, n_heads=3: no gradient "
+        "reaches w_o.weight, so it could not learn: something between w_o.weight and the result "
+        "is cut from the graph (.detach(), torch.no_grad(), values copied with torch.tensor(...) "
+        "or .item())",
+    ),
+    (
+        MaskedBranchUnscaled,
+        "❌ MultiHeadAttention: the scores are not scaled: each head divides q·k by sqrt(d_k), "
+        "with d_k = d_model // n_heads",
+    ),
+    (
+        KeysFromValue,
+        "❌ MultiHeadAttention: the keys come from value: project key with w_k, k = w_k(key)",
+    ),
+    (
+        ValuesProjectedWithWQ,
+        "❌ MultiHeadAttention: the values are projected with w_q: v = self.w_v(value)",
+    ),
+    (
+        KeysProjectedWithWQ,
+        "❌ MultiHeadAttention: the keys are projected with w_q: k = self.w_k(key)",
+    ),
+    (
+        OneFullWidthHeadScaledByDK,
+        "❌ MultiHeadAttention: the heads are not split: this is one full-width head (scaled by "
+        "sqrt(d_k)). Cut q, k and v into n_heads heads with split_heads before the attention, "
+        "merge them after",
+    ),
+    (
+        MaskAlwaysCausal,
+        "❌ MultiHeadAttention: the output on cross-attention with a padding mask (B, 1, 1, T_k), "
+        "d_model=12, n_heads=3 is not right: at index (1, 0, 7) you have -2.58, expected 4.006 "
+        "(largest difference 6.59)",
+    ),
+    (
+        MaskKeywordOnly,
+        "❌ MultiHeadAttention: on inputs query (2, 4, 12), key (2, 6, 12), value (2, 6, 12), mask "
+        "(2, 1, 1, 6) your code raised TypeError: MaskKeywordOnly.forward() takes 4 positional "
+        "arguments but 5 were given. The module is called as mha(query, key, value, mask=None)",
+    ),
+    (
+        AttnHeadAxisSqueezed,
+        "❌ MultiHeadAttention: self.attn after self-attention with causal & padding masks (B, 1, "
+        "T, T), d_model=8, n_heads=1 has shape (2, 5, 5), expected (2, 1, 5, 5). One map per "
+        "head: don't average over the heads",
+    ),
+    (
+        QueryDetached,
+        "❌ MultiHeadAttention: the output on self-attention, d_model=12, n_heads=3: your values "
+        "are right, but the gradient with respect to x is not, so training would follow the wrong "
+        "slope. Something on the way is cut from the graph or rebuilt from values (.detach(), "
+        ".data, torch.tensor(...)), or a step is computed without autograd",
+    ),
+    (
+        ManualProjections,
+        "❌ MultiHeadAttention: on inputs query (2, 5, 12), key (2, 5, 12), value (2, 5, 12) your "
+        "code raised TypeError: unsupported operand type(s) for +: 'Tensor' and 'NoneType'",
+    ),
+    (
+        AttnOnlyInEval,
+        "❌ MultiHeadAttention: self.attn after self-attention with dropout=0.5 in training mode "
+        "should be a torch.Tensor, got a NoneType",
+    ),
+    (
+        DropoutFixedSeed,
+        "❌ MultiHeadAttention: self.attn after self-attention with dropout=0.5 in training mode: "
+        "two calls dropped exactly the same entries. Dropout must draw a new random mask on every "
+        "call: don't seed inside your function (torch.manual_seed) or keep one mask",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    "answer, line", SPLIT_VERDICTS, ids=[v[0].__name__ for v in SPLIT_VERDICTS]
+)
+def test_split_heads_whole_verdict_line(answer, line, verdict):
+    passed, printed = verdict(check.split_heads, answer)
+    assert printed == line + "\n"
+    assert passed is (answer is split_view_transpose)
+
+
+@pytest.mark.parametrize(
+    "answer, line", MERGE_VERDICTS, ids=[v[0].__name__ for v in MERGE_VERDICTS]
+)
+def test_merge_heads_whole_verdict_line(answer, line, verdict):
+    passed, printed = verdict(check.merge_heads, answer)
+    assert printed == line + "\n"
+    assert passed is (answer is merge_transpose_reshape)
+
+
+@pytest.mark.parametrize("answer, line", MHA_VERDICTS, ids=[v[0].__name__ for v in MHA_VERDICTS])
+def test_mha_whole_verdict_line(answer, line, verdict):
+    passed, printed = verdict(check.MultiHeadAttention, answer)
+    assert printed == line + "\n"
+    assert passed is (answer is Good)

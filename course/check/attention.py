@@ -66,14 +66,20 @@ def _matmul_hint(T_q: int, T_k: int, d_k: int):
     return hint
 
 
+_BOOLEAN_MASK_HINT = (
+    "The mask is boolean: fill with scores.masked_fill(~mask, float('-inf')) or "
+    "torch.where(mask, scores, float('-inf'))"
+)
+
+# The checker passes the mask and dropout_p positionally, so an "unexpected keyword argument"
+# can only come from a call inside the learner's code: no hint for it here.
 _MASK_HINTS = {
-    "unexpected keyword argument 'mask'": "Your function must take the mask as its fourth "
-    "argument: def scaled_dot_product_attention(q, k, v, mask=None, dropout_p=0.0)",
     # without a mask every shape already worked, so a size mismatch now is the mask's
     "must match the size": "Use the mask as it comes: it is already broadcastable to the "
     "scores' shape (..., T_q, T_k), so don't transpose, reshape or unsqueeze it",
-    "expected a boolean tensor": "The mask is boolean: fill with scores.masked_fill(~mask, "
-    "float('-inf')) or torch.where(mask, scores, float('-inf'))",
+    # torch's words for a mask of another dtype, in masked_fill and in torch.where
+    "only supports boolean masks": _BOOLEAN_MASK_HINT,
+    "expected condition to be a boolean tensor": _BOOLEAN_MASK_HINT,
     "Subtraction, the `-` operator, with a bool tensor": "The mask is boolean: use ~mask (not "
     "1 - mask) for its opposite",
     "Boolean value of Tensor with more than one value is ambiguous": "`if mask:` asks whether "
@@ -164,6 +170,8 @@ def _temperature(weights: torch.Tensor, scores: torch.Tensor) -> float | None:
     if not (weights > 0).all() or not torch.isfinite(weights).all():
         return None
     log_w = weights.log() - weights.log().mean(-1, keepdim=True)
+    if not (log_w.abs() > 1e-4).any():  # uniform weights: no finite c gives them
+        return None
     centred = scores - scores.mean(-1, keepdim=True)
     slope = float((log_w * centred).sum() / (centred * centred).sum())
     if slope <= 0 or not torch.allclose(log_w, centred * slope, atol=1e-4, rtol=1e-3):
@@ -236,9 +244,6 @@ _NONE_HINTS = {
 _DROPOUT_HINTS = {
     "positional argument": "Your attention is right without dropout; now add the last "
     "parameter: def scaled_dot_product_attention(q, k, v, mask=None, dropout_p=0.0)",
-    "unexpected keyword argument 'dropout_p'": "Your attention is right without dropout; now "
-    "add the last parameter: def scaled_dot_product_attention(q, k, v, mask=None, "
-    "dropout_p=0.0)",
 }
 
 
@@ -276,15 +281,12 @@ def _weight_mistakes(q, k, v, mask=None) -> dict[str, torch.Tensor]:
                 "attend to key j (rows are queries, columns keys); use it as it is, not "
                 "transposed"
             ] = _softmax(scaled, mask.transpose(-2, -1))
+    masked = scaled if mask is None else scaled.masked_fill(~mask, float("-inf"))
     return wrong | {
         "the scaling comes after the softmax: divide the scores, before the softmax, so the "
         "weights still sum to 1": _softmax(scores, mask) / math.sqrt(d_k),
         "the softmax runs over the queries (dim=-2); each query's weights must sum to 1 over "
-        "the keys: softmax(dim=-1)": (
-            scaled.softmax(dim=-2)
-            if mask is None
-            else scaled.masked_fill(~mask, float("-inf")).softmax(dim=-2)
-        ),
+        "the keys: softmax(dim=-1)": masked.softmax(dim=-2),
         "the weights are the scaled scores, with no softmax: add .softmax(dim=-1)": scaled,
     }
 
@@ -380,7 +382,7 @@ def _check_large_scores(candidate, gen) -> None:
     try:
         expect_close(weights, want_w, "weights", wrong={_NAIVE_SOFTMAX: naive})
         expect_close(output, want_out, "output")
-        _gradients(candidate, q, k, v, reference.scaled_dot_product_attention, what,
+        _gradients(candidate, q, k, v, reference.scaled_dot_product_attention, "the gradients",
                    hint=_NAIVE_SOFTMAX)  # fmt: skip
     except Mistake as mistake:
         raise Mistake(f"{what}: {mistake}") from None

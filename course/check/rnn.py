@@ -140,9 +140,8 @@ def _hs_mistakes(x, W_xh, W_hh, b, h0) -> dict[str, torch.Tensor]:
         "h_1 .. h_T (hs[:, -1] is h_T)": torch.cat([start[:, None], hs[:, :-1]], dim=1),
         "hs is in reversed time order: hs[:, t] must be the state after step t, in reading "
         "order (torch.stack(states, dim=1), no flip)": hs.flip(1),
-        "the sequence is read backwards: step t must read x[:, t], from t = 0 up to T - 1": (
-            reference.rnn_forward(x.flip(1), W_xh, W_hh, b, h0)[0]
-        ),
+        "the sequence is read backwards: step t must read x[:, t], "
+        "from t = 0 up to T - 1": reference.rnn_forward(x.flip(1), W_xh, W_hh, b, h0)[0],
     }
     if W_xh.shape[0] == W_xh.shape[1]:
         wrong |= {
