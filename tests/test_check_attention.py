@@ -269,6 +269,11 @@ def rows_off_within_the_tolerance(q, k, v):
     return output, weights * (1 + 0.99e-4) + 1e-5 * 0.99
 
 
+def squeezed(q, k, v):
+    output, weights = by_matmul(q, k, v)
+    return output.squeeze(), weights.squeeze()  # a batch of one loses its axis
+
+
 VERDICTS = [
     (
         by_matmul,
@@ -482,6 +487,12 @@ VERDICTS = [
     (
         rows_off_within_the_tolerance,
         "❌ dot_product_attention: weights do not sum to 1 over the key axis: softmax over dim=-1?",
+    ),
+    (
+        squeezed,
+        "❌ dot_product_attention: on q (1, 4, 5), k (1, 3, 5), v (1, 3, 2) float64: weights has "
+        "shape (4, 3), expected (1, 4, 3). They are (..., T_q, T_k): one row per query, one "
+        "column per key",
     ),
 ]
 

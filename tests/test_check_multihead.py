@@ -953,6 +953,47 @@ class DropoutFixedSeed(Good):
         return super().attend(q, k, v, mask)
 
 
+class MaskFirstRowOnly(Good):
+    """Every mask read as a key mask: its first row, (..., 1, T_k), for all the queries."""
+
+    def attend(self, q, k, v, mask):
+        return super().attend(q, k, v, None if mask is None else mask[..., :1, :])
+
+
+class FourDimMaskTakenAsPadding(Good):
+    """A 4-D mask taken for a padding mask (B, 1, 1, T_k): its first row for all queries."""
+
+    def attend(self, q, k, v, mask):
+        if mask is not None and mask.dim() == 4:
+            mask = mask[:, :, :1, :]
+        return super().attend(q, k, v, mask)
+
+
+class NoDropoutAndNoAttnWhileTraining(AttnOnlyInEval):
+    def __init__(self, d_model, n_heads, dropout=0.0, bias=True):
+        super().__init__(d_model, n_heads, 0.0, bias)  # the rate is ignored
+
+
+class OutputSqueezed(Good):
+    def forward(self, query, key, value, mask=None):
+        return super().forward(query, key, value, mask).squeeze()  # a batch of one: (T_q, d)
+
+
+class InputsFlattenedWithView(Good):
+    """The projections applied to (B * T, d_model) rows made with .view."""
+
+    def forward(self, query, key, value, mask=None):
+        def rows(x):
+            return x.view(-1, x.shape[-1])
+
+        B, T_q, T_k = query.shape[0], query.shape[1], key.shape[1]
+        q = self.split(self.w_q(rows(query)).view(B, T_q, -1))
+        k = self.split(self.w_k(rows(key)).view(B, T_k, -1))
+        v = self.split(self.w_v(rows(value)).view(B, T_k, -1))
+        heads, self.attn = self.attend(q, k, v, mask)
+        return self.w_o(self.merge(heads))
+
+
 # ------------------------------------------------------- the full verdict lines ----------
 # The message is what the learner reads: for each diagnosis the whole printed line is pinned
 # down, with the case it names (sizes, heads, masks, float64, dropout rate) and its hint.
@@ -1556,6 +1597,37 @@ MHA_VERDICTS = [
         "❌ MultiHeadAttention: self.attn after self-attention with dropout=0.5 in training mode: "
         "two calls dropped exactly the same entries. Dropout must draw a new random mask on every "
         "call: don't seed inside your function (torch.manual_seed) or keep one mask",
+    ),
+    (
+        MaskFirstRowOnly,
+        "❌ MultiHeadAttention: the output on self-attention with a causal mask (T, T), "
+        "d_model=12, n_heads=3 is not right: at index (1, 4, 7) you have -2.13, expected 4.622 "
+        "(largest difference 6.75)",
+    ),
+    (
+        FourDimMaskTakenAsPadding,
+        "❌ MultiHeadAttention: the output on self-attention with causal & padding masks (B, 1, T, "
+        "T), d_model=12, n_heads=3 is not right: at index (0, 4, 7) you have -5.863, expected "
+        "-0.2984 (largest difference 5.56)",
+    ),
+    (
+        NoDropoutAndNoAttnWhileTraining,
+        "❌ MultiHeadAttention: with dropout=0.5 in training mode nothing was dropped: drop "
+        "attention weights while training, dropout_p = self.dropout if self.training else 0.0",
+    ),
+    (
+        OutputSqueezed,
+        "❌ MultiHeadAttention: the output on cross-attention, a batch of one, float64, "
+        "non-contiguous, d_model=12, n_heads=3 has shape (4, 12), expected (1, 4, 12). It is (B, "
+        "T_q, d_model): one vector per query position",
+    ),
+    (
+        InputsFlattenedWithView,
+        "❌ MultiHeadAttention: on inputs query (2, 4, 12), key (2, 6, 12), value (2, 6, 12) your "
+        "code raised RuntimeError: view size is not compatible with input tensor's size and "
+        "stride (at least one dimension spans across two contiguous subspaces). Use .reshape(...) "
+        "instead.. After a transpose the tensor is no longer contiguous in memory: use "
+        ".reshape(...) instead of .view(...), or .contiguous().view(...)",
     ),
 ]
 

@@ -510,6 +510,11 @@ def output_scaled_again(q, k, v, mask=None, dropout_p=0.0):
     return output / math.sqrt(q.shape[-1]), weights  # the scaling belongs to the scores only
 
 
+def squeezed(q, k, v, mask=None, dropout_p=0.0):
+    output, weights = by_masked_fill(q, k, v, mask, dropout_p)
+    return output.squeeze(), weights.squeeze()  # a batch of one loses its axis
+
+
 VERDICTS = [
     (
         by_masked_fill,
@@ -880,6 +885,12 @@ VERDICTS = [
         output_scaled_again,
         "❌ scaled_dot_product_attention: output is not right: at index (0, 1) you have -0.4465, "
         "expected -1.181 (largest difference 0.735)",
+    ),
+    (
+        squeezed,
+        "❌ scaled_dot_product_attention: on q (1, 4, 5), k (1, 3, 5), v (1, 3, 2) float64: "
+        "weights has shape (4, 3), expected (1, 4, 3). They are (..., T_q, T_k): one row per "
+        "query, one column per key",
     ),
 ]
 

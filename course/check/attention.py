@@ -130,11 +130,12 @@ def _call_attention(candidate, q, k, v, want_out, want_w, hints, *rest):
 
 
 def _call_on_shape(candidate, shape, q, k, v, want_out, want_w, hints):
-    """As _call_attention, adding the batch hint when only the batched shapes fail."""
+    """As _call_attention, adding the batch hint when only the batched shapes fail (not on
+    one sequence, nor on the float64 batch of one, which comes after the batched shapes)."""
     try:
         return _call_attention(candidate, q, k, v, want_out, want_w, hints)
     except Mistake as mistake:
-        if len(shape) == 4 or "dtype" in str(mistake) or "contiguous" in str(mistake):
+        if len(shape) == 4 or q.dtype != torch.float32 or "contiguous" in str(mistake):
             raise
         raise Mistake(f"{mistake}. {_BATCH_HINT}") from None
 

@@ -81,9 +81,8 @@ def _split_mistakes(x: torch.Tensor, n_heads: int) -> dict[str, torch.Tensor]:
     return {
         "you reshaped (B, T, d_model) straight to (B, h, T, d_k): that keeps the memory order, "
         "so a head gets whole vectors of a few positions instead of its own slice of every "
-        "position. Cut the features first, .view(B, T, h, d_k), then .transpose(1, 2)": (
-            reshaped_only
-        ),
+        "position. Cut the features first, .view(B, T, h, d_k), "
+        "then .transpose(1, 2)": reshaped_only,
         "the heads are interleaved: you cut d_model as (d_k, h), so head j gets features "
         "j, j+h, j+2h, ... Head j must hold the contiguous block j*d_k:(j+1)*d_k: "
         ".view(B, T, h, d_k)": interleaved,
@@ -350,9 +349,8 @@ def _mha_mistakes(ref, query, key, value, mask) -> dict[str, torch.Tensor]:
             *args, heads=False, scale="d_model"
         ),
         "the heads are not split: this is one full-width head (scaled by sqrt(d_k)). Cut q, k "
-        "and v into n_heads heads with split_heads before the attention, merge them after": (
-            _variant(*args, heads=False, scale="d_k")
-        ),
+        "and v into n_heads heads with split_heads before the attention, "
+        "merge them after": _variant(*args, heads=False, scale="d_k"),
         "the heads are scrambled: q, k, v were reshaped straight to (B, h, T, d_k). Split with "
         ".view(B, T, h, d_k).transpose(1, 2)": _variant(
             *args, split=lambda x, h: x.reshape(x.shape[0], h, x.shape[1], -1)
@@ -362,9 +360,8 @@ def _mha_mistakes(ref, query, key, value, mask) -> dict[str, torch.Tensor]:
             *args, merge=lambda x: x.reshape(x.shape[0], x.shape[2], -1)
         ),
         "query, key and value are mixed up: you used value for the keys and key for the "
-        "values. Scores compare w_q(query) with w_k(key); the weights average w_v(value)": (
-            _variant(ref, query, value, key, mask)
-        ),
+        "values. Scores compare w_q(query) with w_k(key); "
+        "the weights average w_v(value)": _variant(ref, query, value, key, mask),
         "the values come from key: project value with w_v, v = w_v(value)": _variant(
             ref, query, key, key, mask
         ),
@@ -400,8 +397,8 @@ def _mha_mistakes(ref, query, key, value, mask) -> dict[str, torch.Tensor]:
 
 
 def _cases(gen, d_model: int):
-    """(name, query, key, value, mask): self, cross (T_q != T_k, key != value), masks, and
-    a batch of one in float64 with non-contiguous inputs."""
+    """(name, query, key, value, mask): self, cross (T_q != T_k, key != value, inputs not
+    contiguous), masks, and a batch of one in float64 with non-contiguous inputs."""
     B, T, T_q, T_k = 2, 5, 4, 6
     x = randn(gen, B, T, d_model)
     query, key = randn(gen, B, T_q, d_model), randn(gen, B, T_k, d_model)
@@ -413,7 +410,9 @@ def _cases(gen, d_model: int):
     self_padding = (torch.arange(T) < torch.tensor([5, 3])[:, None])[:, None, None, :]
     return [
         ("self-attention", x, x, x, None),
-        ("cross-attention (T_q=4, T_k=6, key != value)", query, key, value, None),
+        # non-contiguous with B = 2: in a batch of one, .view(B * T, d_model) still works
+        ("cross-attention (T_q=4, T_k=6, key != value), non-contiguous",
+         *(noncontiguous(t) for t in (query, key, value)), None),
         ("cross-attention with a padding mask (B, 1, 1, T_k)", query, key, value, padding),
         ("self-attention with a causal mask (T, T)", x, x, x, causal),
         ("self-attention with causal & padding masks (B, 1, T, T)", x, x, x, self_padding & causal),
