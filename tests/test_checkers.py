@@ -20,7 +20,16 @@ import inspect
 import pytest
 import torch
 
-from course import attention, check, layers, masking, multihead, positional, rnn
+from course import (
+    attention,
+    check,
+    decoding,
+    layers,
+    masking,
+    multihead,
+    positional,
+    rnn,
+)
 from course.check import EXERCISES
 
 # The course's answer to each exercise: what a learner's correct answer must match.
@@ -37,11 +46,13 @@ REFERENCES = {
     "LayerNorm": layers.LayerNorm,  # lesson 07
     "EncoderLayer": layers.EncoderLayer,  # lesson 07
     "DecoderLayer": layers.DecoderLayer,  # lesson 08
+    "greedy_decode": decoding.greedy_decode,  # lesson 09
 }
-# Exercises whose answer is a constant of its integer arguments (a table, a boolean mask):
-# nothing flows backward through them, so the backward mutations below do not apply. Their
-# checkers judge what such an answer can get wrong instead (dtype, shape, values).
-NOT_DIFFERENTIABLE = {"sinusoidal_encoding", "causal_mask", "padding_mask"}
+# Exercises whose answer is a constant of its integer arguments (a table, a boolean mask),
+# or token ids chosen by argmax under torch.no_grad() (greedy_decode): nothing flows
+# backward through them, so the backward mutations below do not apply. Their checkers
+# judge what such an answer can get wrong instead (dtype, shape, values).
+NOT_DIFFERENTIABLE = {"sinusoidal_encoding", "causal_mask", "padding_mask", "greedy_decode"}
 NAMES = list(EXERCISES)
 
 

@@ -19,6 +19,7 @@ from course.check.positional import *  # noqa: F403
 from course.check.masking import *  # noqa: F403
 from course.check.layers import *  # noqa: F403
 from course.check.transformer import *  # noqa: F403
+from course.check.decoding import *  # noqa: F403
 
 # isort: on
 
@@ -34,4 +35,5 @@ __all__ = [
     *masking.__all__,  # noqa: F405
     *layers.__all__,  # noqa: F405
     *transformer.__all__,  # noqa: F405
+    *decoding.__all__,  # noqa: F405
 ]
