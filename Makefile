@@ -8,23 +8,39 @@ STAMP    := $(VENV)/.course-installed
 LAB_ARGS ?=
 LESSON   ?=
 MODULES  ?= course/*.py course/check/*.py
+PROGRESS_ARGS ?=
 # Jupyter refuses to run as root unless told; containers often run as root.
 ROOT_ARG := $(if $(filter 0,$(shell id -u 2>/dev/null)),--allow-root)
 
 .DEFAULT_GOAL := help
-.PHONY: help install lab test test-fast notebooks lint train mutation clean clean-venv
+.PHONY: help install lab test test-fast notebooks lint train progress mutation clean clean-venv
 
 help: ## List every target with one line each
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  make %-11s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 	@echo "  Variables: LAB_ARGS='--no-browser --port=8899' (lab), LESSON=02 (notebooks),"
-	@echo "             MODULES=course/rnn.py (mutation)"
+	@echo "             MODULES=course/rnn.py (mutation),"
+	@echo "             PROGRESS_ARGS='submissions/ --csv grades.csv' (progress)"
+
+# The Pythons whose wheels every pin has (tools/check_pins.py checks; pyproject and README agree).
+PY_MIN := 3.10
+PY_MAX := 3.14
+INSTALL_HINT := Check your Python version ($(PY_MIN) to $(PY_MAX) are supported) and network, then run \`make install\` again.
+# $(call pip_install,ARGS,WHAT): pip install ARGS into $(VENV); if pip fails, one line after its
+# own output says what failed and what to try.
+pip_install = @echo "$(BIN)/python -m pip install --quiet $(1)"; \
+	$(BIN)/python -m pip install --quiet $(1) || { echo "$(2) failed (see pip's message above). $(INSTALL_HINT)" >&2; exit 1; }
 
 $(STAMP): requirements.txt pyproject.toml
-	@$(PYTHON) -c 'import sys; v = sys.version_info; sys.exit(0 if v >= (3, 10) else "Python 3.10+ is needed, found %d.%d: set PYTHON=python3.11" % v[:2])'
-	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -r requirements.txt
-	$(BIN)/python -m pip install --quiet --no-deps -e .
+	@py=$(BIN)/python; test -x $$py || py=$(PYTHON); \
+	command -v $$py >/dev/null || { echo "No $(PYTHON) found. The course installs on Python $(PY_MIN) to $(PY_MAX): name one with \`make install PYTHON=python3.12\`." >&2; exit 1; }; \
+	$$py -c 'import sys; lo, hi = (tuple(map(int, v.split("."))) for v in ("$(PY_MIN)", "$(PY_MAX)")); sys.exit(not lo <= sys.version_info[:2] <= hi)' || { \
+	  v=$$($$py -c 'import sys; print("%d.%d" % sys.version_info[:2])'); \
+	  if [ $$py = $(BIN)/python ]; then echo "$(VENV) was made with Python $$v, which the course does not support: it installs on Python $(PY_MIN) to $(PY_MAX). Run \`make clean-venv\`, then \`make install PYTHON=python3.12\` (or another of those)." >&2; \
+	  else echo "Python $$v ($$py) is not supported: the course installs on Python $(PY_MIN) to $(PY_MAX). Choose one with \`make install PYTHON=python3.12\` (or another of those)." >&2; fi; exit 1; }
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV) || { echo "Creating $(VENV) with $(PYTHON) failed (see the message above). On Debian/Ubuntu install the venv module (sudo apt install python3-venv), run \`make clean-venv\`, then \`make install\` again." >&2; exit 1; }
+	$(call pip_install,--upgrade pip,Upgrading pip in $(VENV))
+	$(call pip_install,-r requirements.txt,Installing the requirements into $(VENV))
+	$(call pip_install,--no-deps -e .,Installing the course package into $(VENV))
 	@touch $@
 	@echo "Installed the course into $(VENV)."
 
@@ -48,6 +64,9 @@ lint: $(STAMP) ## ruff on the package, tests, lesson sources and notebooks
 
 train: $(STAMP) ## Train the Transformer on lesson 09's task, print its held-out scores (~1 min on 2 cores)
 	$(BIN)/python -m course.train --task toy-translation
+
+progress: $(STAMP) ## Run your notebooks (copies, headless) and list every exercise's verdict
+	$(BIN)/python -m course.progress $(PROGRESS_ARGS)
 
 mutation: $(STAMP) ## Mutation score of `course` by tools/mutation.py (slow: minutes per module)
 	$(BIN)/python tools/mutation.py $(MODULES)

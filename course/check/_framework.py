@@ -549,3 +549,31 @@ def softmax_rows_ok(weights: torch.Tensor) -> bool:
     return bool((weights >= -1e-6).all()) and bool(
         torch.allclose(weights.sum(-1), torch.ones((), dtype=torch.float64), atol=1e-4)
     )
+
+
+# ------------------------------------------------------------- lessons ----------
+
+# The lesson whose notebook holds each exercise, for `python -m course.progress`: the lesson
+# of the checker module that registers it, so a new exercise in an existing module needs no
+# edit here; a new module adds one line. A module serving two lessons lists the later
+# lesson's exercises in LESSON_OF_EXERCISE.
+LESSON_OF_MODULE = {
+    "rnn": "01",
+    "attention": "02",
+    "multihead": "04",
+    "positional": "05",
+    "masking": "06",
+    "layers": "07",
+    "transformer": "08",
+    "decoding": "09",
+    "efficient": "10",
+}
+LESSON_OF_EXERCISE = {"scaled_dot_product_attention": "03"}
+
+
+def lesson_of(name: str) -> str | None:
+    """The lesson number ("03") whose notebook holds exercise `name`; None if unknown."""
+    if name in LESSON_OF_EXERCISE:
+        return LESSON_OF_EXERCISE[name]
+    module = EXERCISES[name].__module__  # functools.wraps keeps the checker body's module
+    return LESSON_OF_MODULE.get(module.rsplit(".", 1)[-1])
