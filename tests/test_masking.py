@@ -411,3 +411,26 @@ def test_decoder_mask_equals_torch_with_both_masks_or_a_per_head_attn_mask():
         theirs,
         x,
     )
+
+
+# ------------------------------------------ what mutation testing found unpinned ----------
+
+
+def test_bad_tokens_are_named_tokens():
+    with pytest.raises(ValueError, match=r"^tokens must be a 2-D integer tensor \(B, T\) of token"):
+        padding_mask(torch.zeros(2, 3), PAD)
+
+
+def test_one_head_is_a_head_count():
+    mask = decoder_mask(TOKENS, PAD)  # (3, 1, 5, 5)
+    assert torch.equal(to_torch_attn_mask(mask, n_heads=1), ~mask[:, 0])  # (3, 5, 5)
+
+
+def test_key_padding_conversion_refuses_what_is_not_a_bool_padding_mask():
+    with pytest.raises(ValueError, match=r"^mask must be a bool tensor, got a torch.int64"):
+        to_torch_key_padding_mask(padding_mask(TOKENS, PAD).long())
+    per_head = torch.ones(3, 2, 1, 5, dtype=torch.bool)  # (B, h, 1, T_k): a head axis
+    with pytest.raises(ValueError, match=r"padding mask \(B, 1, 1, T_k\), got .*\(3, 2, 1, 5\)"):
+        to_torch_key_padding_mask(per_head)
+    with pytest.raises(ValueError, match=r"padding mask \(B, 1, 1, T_k\), got .*\(3, 1, 2, 5\)"):
+        to_torch_key_padding_mask(torch.ones(3, 1, 2, 5, dtype=torch.bool))

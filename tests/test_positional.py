@@ -365,3 +365,45 @@ def test_rotary_works_on_non_contiguous_input():
 def test_rotary_errors(x, kwargs, message):
     with pytest.raises(ValueError, match=message):
         apply_rotary(x, **kwargs)
+
+
+# ------------------------------------------ what mutation testing found unpinned ----------
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: frequencies(0),
+        lambda: shift_matrix(1, 0),
+        lambda: TokenEmbedding(5, 0),
+        lambda: PositionalEncoding(0),
+    ],
+    ids=["frequencies", "shift_matrix", "TokenEmbedding", "PositionalEncoding"],
+)
+def test_a_bad_d_model_is_named_d_model(make):
+    with pytest.raises(ValueError, match=r"^d_model must be a positive int, got 0$"):
+        make()
+
+
+def test_any_base_above_one_is_a_base():
+    w = frequencies(8, base=1.5)  # (4,)
+    assert torch.allclose(w, 1.5 ** (-torch.arange(0, 8, 2, dtype=torch.float64) / 8))
+
+
+def test_positional_encoding_defaults_to_the_papers_5000_positions():
+    pe = PositionalEncoding(8)
+    assert pe.max_len == 5000 and pe.pe.shape == (5000, 8)
+
+
+def test_rotary_refuses_zero_features():
+    with pytest.raises(ValueError, match=r"d = x.shape\[-1\] must be even, got 0$"):
+        apply_rotary(torch.zeros(5, 0))
+
+
+def test_rotary_positions_error_names_shape_and_dtype():
+    message = (
+        r"^positions must be a \(T,\) = \(5,\) tensor of numbers, one per row of x, got "
+        r"shape \(5,\) and dtype torch.bool$"
+    )
+    with pytest.raises(ValueError, match=message):
+        apply_rotary(torch.zeros(5, 8), positions=torch.ones(5, dtype=torch.bool))
