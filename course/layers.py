@@ -93,7 +93,8 @@ class EncoderLayer(nn.Module):
     attend, broadcastable to (B, h, T, T), e.g. a padding mask (B, 1, 1, T). "We apply
     dropout to the output of each sub-layer, before it is added to the sub-layer input"
     (§5.4): dropout1, dropout2; the attention weights and the FFN's hidden layer get the
-    same rate, as in torch.
+    same rate, as in torch. rotary_base (default None) gives the self-attention rotary
+    positions (MultiHeadAttention's rotary_base), for a model that adds no position table.
     """
 
     def __init__(
@@ -103,11 +104,13 @@ class EncoderLayer(nn.Module):
         d_ff: int,
         dropout: float = 0.1,
         norm_first: bool = False,
+        *,
+        rotary_base: float | None = None,
     ):
         super().__init__()
         _check_rate(dropout)
         self.norm_first = norm_first
-        self.self_attn = MultiHeadAttention(d_model, n_heads, dropout)
+        self.self_attn = MultiHeadAttention(d_model, n_heads, dropout, rotary_base=rotary_base)
         self.ff = FeedForward(d_model, d_ff, dropout)
         self.norm1 = LayerNorm(d_model)
         self.norm2 = LayerNorm(d_model)
@@ -218,6 +221,7 @@ class DecoderLayer(nn.Module):
     course.masking.decoder_mask), memory_mask to (B, h, T_tgt, T_src) (the source's
     padding: course.masking.padding_mask(src, pad_id)). Names, dropout places and defaults
     follow torch.nn.TransformerDecoderLayer, so that `from_torch` can load its weights.
+    rotary_base (default None) gives the self-attention rotary positions, as in EncoderLayer.
     """
 
     def __init__(
@@ -227,12 +231,17 @@ class DecoderLayer(nn.Module):
         d_ff: int,
         dropout: float = 0.1,
         norm_first: bool = False,
+        *,
+        rotary_base: float | None = None,
     ):
         super().__init__()
         _check_rate(dropout)
         self.norm_first = norm_first
-        self.self_attn = MultiHeadAttention(d_model, n_heads, dropout)  # masked, on the decoder
-        self.cross_attn = MultiHeadAttention(d_model, n_heads, dropout)  # decoder -> memory
+        # masked, on the decoder; rotary positions (if any) go here only
+        self.self_attn = MultiHeadAttention(d_model, n_heads, dropout, rotary_base=rotary_base)
+        # decoder -> memory, never rotated: a target position m and a source position n lie
+        # on two different axes, so the offset m - n that rotation encodes means nothing
+        self.cross_attn = MultiHeadAttention(d_model, n_heads, dropout)
         self.ff = FeedForward(d_model, d_ff, dropout)
         self.norm1 = LayerNorm(d_model)
         self.norm2 = LayerNorm(d_model)

@@ -15,10 +15,13 @@ attention of lesson 03 runs on all heads at once as a batch. `merge_heads` undoe
 
 from __future__ import annotations
 
+import numbers
+
 import torch
 from torch import nn
 
 from course.attention import scaled_dot_product_attention
+from course.positional import apply_rotary
 
 
 def _check_divisible(d_model: int, n_heads: int) -> None:
@@ -70,15 +73,40 @@ class MultiHeadAttention(nn.Module):
     mask=None) -> (B, T_q, d_model). `mask` is boolean, True = may attend, broadcastable
     to (B, h, T_q, T_k): e.g. (T_q, T_k) causal, (B, 1, 1, T_k) padding. The last
     attention weights, (B, h, T_q, T_k), are kept (detached) in `self.attn` for plotting.
+
+    rotary_base=None (the default) is the paper's attention, which knows nothing of
+    positions. A number (e.g. 10000.0) turns on rotary positions (lesson 05, RoFormer):
+    after the head split, each head's queries and keys are rotated by their own positions
+    0, 1, ... (`apply_rotary` with that base), so every score q_m . k_n depends on the
+    offset m - n and not on m and n themselves. Only for self-attention, where the queries
+    and the keys are positions of one sequence; d_k must be even (features rotate in pairs).
     """
 
-    def __init__(self, d_model: int, n_heads: int, dropout: float = 0.0, bias: bool = True):
+    def __init__(
+        self,
+        d_model: int,
+        n_heads: int,
+        dropout: float = 0.0,
+        bias: bool = True,
+        *,
+        rotary_base: float | None = None,
+    ):
         super().__init__()
         _check_divisible(d_model, n_heads)
         if not 0.0 <= dropout < 1.0:
             raise ValueError(f"dropout must be in [0, 1), got {dropout}")
         self.d_model, self.n_heads, self.d_k = d_model, n_heads, d_model // n_heads
-        self.dropout = dropout
+        if rotary_base is not None and (
+            isinstance(rotary_base, bool)
+            or not isinstance(rotary_base, numbers.Real)
+            or not rotary_base > 1
+            or self.d_k % 2
+        ):
+            raise ValueError(
+                "rotary_base needs an even head size d_k and a base greater than 1 (e.g. "
+                f"10000.0), got d_k={self.d_k}, rotary_base={rotary_base!r}"
+            )
+        self.dropout, self.rotary_base = dropout, rotary_base
         # Each is the h per-head projections (d_model -> d_k) stacked into one matrix.
         self.w_q = nn.Linear(d_model, d_model, bias=bias)
         self.w_k = nn.Linear(d_model, d_model, bias=bias)
@@ -107,6 +135,9 @@ class MultiHeadAttention(nn.Module):
         q = split_heads(self.w_q(query), self.n_heads)  # (B, T_q, d_model) -> (B, h, T_q, d_k)
         k = split_heads(self.w_k(key), self.n_heads)  # (B, T_k, d_model) -> (B, h, T_k, d_k)
         v = split_heads(self.w_v(value), self.n_heads)  # (B, T_k, d_model) -> (B, h, T_k, d_k)
+        if self.rotary_base is not None:  # rotary positions: query m and key n by m, n steps
+            q = apply_rotary(q, self.rotary_base)  # (B, h, T_q, d_k), same shape
+            k = apply_rotary(k, self.rotary_base)  # (B, h, T_k, d_k), same shape
         dropout_p = self.dropout if self.training else 0.0
         heads, weights = scaled_dot_product_attention(q, k, v, mask, dropout_p=dropout_p)
         # heads (B, h, T_q, d_k), weights (B, h, T_q, T_k): every head attends on its own

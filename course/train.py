@@ -19,6 +19,10 @@ The recipe is the paper's (Vaswani et al. 2017, section 5) at small scale:
   needed to pass on toy-translation, but steadier: 600 steps, one thread, exact match
   100% / 100% with clipping and 100% / 99.65% without, for seeds 0 / 1.
 
+The loop itself is `train_steps` (model, batches, optimizer, loss; a time budget and a
+callback after each step), which lesson 09 also uses, for the Transformer and for the
+RNN baseline of course.rnn; `corpus_scores` is how every translation is scored.
+
 Evaluation decodes the held-out split greedily (course.decoding.greedy_decode) and
 reports exact match (the share of sentences whose every token is right, 0-1) and corpus
 BLEU by sacrebleu over the tasks' own words (tokenize="none": the words are already
@@ -49,6 +53,8 @@ import os
 import secrets
 import sys
 import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import torch
@@ -66,7 +72,8 @@ ADAM_BETAS = (0.9, 0.98)
 ADAM_EPS = 1e-9
 
 # Every task's default configuration, in one place. `--steps` and `--set KEY=VALUE`
-# override them for one run. Model: d_model, n_heads, n_layers, d_ff, dropout, norm_first.
+# override them for one run. Model: d_model, n_heads, n_layers, d_ff, dropout, norm_first,
+# positions ("sinusoidal" or "rotary": course.transformer.Transformer).
 # Optimisation: steps, batch_size (sentences), warmup (steps), lr_factor (the schedule's
 # factor), label_smoothing, clip_norm (0: off). Bookkeeping: checkpoint_every,
 # eval_batch_size.
@@ -75,8 +82,16 @@ ADAM_EPS = 1e-9
 # training pairs. lr_factor 0.5 halves the paper's rate (peak 4.4e-3 at step 200 for
 # d_model = 64): with 1.0 the held-out exact match wobbled late in training (98.2% at
 # step 450 with seed 1, 99.65% at step 600 with seed 4); with 0.5 it held at 99.95-100%
-# from step 300 to 600 (seeds 0, 1, 4; one thread). The SCAN settings are a starting
-# point, not yet measured.
+# from step 300 to 600 (seeds 0, 1, 4; one thread).
+#
+# SCAN (scan-simple, scan-length, scan-addjump): the same small model, 6,000 steps of 64
+# commands, about 23 epochs of scan-simple's 16,728 training pairs. The first guess
+# (d_model 128, 3 layers, d_ff 512) has about six times the weights and the work per
+# token, too much for 20 minutes on 2 shared cores. Measured on scan-simple (seed 0):
+# exact match 2% at step 500 and 59.5% at step 1,000 (400 held-out commands, one
+# thread), 93.0% after 3,000 steps and 99.7% after 6,000 (all 4,182; README.md,
+# "Training the model"). The length and add-jump splits use the same settings, with
+# positions="sinusoidal" or "rotary" (--set positions=rotary).
 _COMMON = dict(
     d_model=64,
     n_heads=4,
@@ -84,6 +99,7 @@ _COMMON = dict(
     d_ff=256,
     dropout=0.1,
     norm_first=False,
+    positions="sinusoidal",
     steps=600,
     batch_size=64,
     warmup=200,
@@ -93,7 +109,7 @@ _COMMON = dict(
     checkpoint_every=200,
     eval_batch_size=500,
 )
-_SCAN = dict(d_model=128, d_ff=512, n_layers=3, steps=4000, checkpoint_every=500)
+_SCAN = dict(steps=6000, checkpoint_every=500)
 CONFIGS: dict[str, dict] = {
     "toy-translation": {**_COMMON},
     "reverse": {**_COMMON, "steps": 2000},
@@ -141,6 +157,7 @@ def build_model(task, config: dict) -> Transformer:
         # positions: a source and its <eos>, or <bos> and a target (course.data.make_batches)
         max_len=max(task.max_src_len, task.max_tgt_len) + 1,
         pad_id=PAD_ID,
+        positions=config["positions"],
     )
 
 
@@ -175,6 +192,84 @@ def training_batches(task, batch_size: int, seed: int, epoch: int, position: int
         epoch, position = epoch + 1, 0
 
 
+@dataclass
+class TrainingLog:
+    """What `train_steps` has done so far: the optimizer steps taken (counted from the
+    run's start, a resumed run's earlier steps included), the loss of each step it took,
+    and the seconds those steps took (the callback's time not counted)."""
+
+    step: int
+    losses: list[float] = field(default_factory=list)
+    seconds: float = 0.0
+
+
+def train_steps(
+    model: nn.Module,
+    batches: Iterator,
+    optimizer: torch.optim.Optimizer,
+    criterion: nn.Module,
+    steps: int,
+    *,
+    scheduler=None,
+    clip_norm: float = 0.0,
+    device: torch.device | str = "cpu",
+    start_step: int = 0,
+    time_budget: float | None = None,
+    on_step: Callable[[TrainingLog], None] | None = None,
+    desc: str = "train",
+    progress_every: float = 0.1,
+    clock: Callable[[], float] = time.perf_counter,
+) -> TrainingLog:
+    """The training loop: teacher-forced steps from `start_step` until `steps`, or until
+    the steps have taken `time_budget` seconds. One loop for the CLI, lesson 09 and its
+    RNN baseline.
+
+    Each step takes the next (src, tgt_in, tgt_out) from `batches`, computes
+    criterion(model(src, tgt_in), tgt_out) over every target position, clips the
+    gradients' norm to `clip_norm` (0: no clipping), steps the optimizer and the
+    scheduler (if any). After each step on_step(log) may evaluate or save: the model is
+    put back in train mode before the next step, and on_step's time is not counted.
+    A progress bar goes to stderr, redrawn at most every `progress_every` seconds (a
+    notebook keeps every redraw: give it a few seconds there).
+
+    `clock` times the steps: wall-clock time by default. time.process_time counts only the
+    CPU time this process used, which on one thread and a quiet machine is the same, and on
+    a busy machine leaves out the time other programs held the cores.
+    """
+    if isinstance(steps, bool) or not isinstance(steps, int) or steps < start_step:
+        raise ValueError(f"steps must be an int >= start_step ({start_step}), got {steps!r}")
+    if time_budget is not None and not time_budget > 0:
+        raise ValueError(f"time_budget must be a positive number of seconds, got {time_budget!r}")
+    log = TrainingLog(step=start_step)
+    total = steps if time_budget is None else None  # a budget in seconds: no known end
+    progress = tqdm(
+        total=total, initial=start_step, desc=desc, file=sys.stderr, mininterval=progress_every
+    )
+    while log.step < steps and (time_budget is None or log.seconds < time_budget):
+        started = clock()
+        model.train()  # on_step may have evaluated, in eval mode
+        src, tgt_in, tgt_out = (t.to(device) for t in next(batches))
+        logits = model(src, tgt_in)  # (B, T_tgt, V): teacher forcing
+        loss = criterion(logits.flatten(0, 1), tgt_out.flatten())  # (B*T_tgt, V) vs (B*T_tgt,)
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        if clip_norm > 0:
+            nn.utils.clip_grad_norm_(model.parameters(), clip_norm)
+        optimizer.step()
+        if scheduler is not None:
+            scheduler.step()
+        log.losses.append(loss.item())
+        log.step += 1
+        log.seconds += clock() - started
+        progress.update(1)
+        lr = optimizer.param_groups[0]["lr"]  # the rate of the next step
+        progress.set_postfix(loss=f"{log.losses[-1]:.3f}", lr=f"{lr:.2e}", refresh=False)
+        if on_step is not None:
+            on_step(log)
+    progress.close()
+    return log
+
+
 def output_words(ids: list[int], vocab) -> list[str]:
     """A decoded row as words, strictly: up to its first <eos>, and a <pad> or <bos> the
     model wrote before it kept as "<pad>" / "<bos>" (Vocab.decode would drop it), so that
@@ -183,26 +278,51 @@ def output_words(ids: list[int], vocab) -> list[str]:
     return [vocab.itos[i] for i in ids[:end]]
 
 
-@torch.no_grad()
-def evaluate(model: Transformer, task, device: torch.device, batch_size: int) -> dict:
-    """Greedy-decode the held-out split: exact match (0-1) and corpus BLEU (sacrebleu)."""
+def corpus_scores(hypotheses: list[list[str]], references: list[list[str]]) -> dict:
+    """Exact match (the share of hypotheses equal to their reference, 0-1) and sacrebleu's
+    corpus BLEU over the words as they are (tokenize="none": the words are the tokens)."""
     import sacrebleu  # imported here: only evaluation needs it
 
-    model.eval()
-    hypotheses, references = [], []
-    batches = make_batches(task.test, task, batch_size, shuffle=False)
-    n_batches = math.ceil(len(task.test) / batch_size)
-    for src, _, tgt_out in tqdm(batches, total=n_batches, desc="evaluate", leave=False):
-        out = greedy_decode(model, src.to(device), task.max_tgt_len + 1, BOS_ID, EOS_ID)
-        hypotheses += [output_words(row, task.tgt_vocab) for row in out.cpu().tolist()]
-        references += [output_words(row, task.tgt_vocab) for row in tgt_out.tolist()]
+    if len(hypotheses) != len(references) or not references:
+        raise ValueError(
+            f"expected as many hypotheses as references, at least one; got "
+            f"{len(hypotheses)} and {len(references)}"
+        )
     exact = sum(h == r for h, r in zip(hypotheses, references, strict=True))
     bleu = sacrebleu.corpus_bleu(
         [" ".join(h) for h in hypotheses], [[" ".join(r) for r in references]], tokenize="none"
     )
+    return {"exact_match": exact / len(references), "bleu": round(bleu.score, 2)}
+
+
+@torch.no_grad()
+def evaluate(
+    model: nn.Module,
+    task,
+    device: torch.device,
+    batch_size: int,
+    pairs: list | None = None,
+    decode: Callable = greedy_decode,
+    progress: bool = True,
+) -> dict:
+    """Decode `pairs` (default: the held-out split) and score them: exact match (0-1) and
+    corpus BLEU (sacrebleu), by `corpus_scores`.
+
+    decode(model, src, max_len, bos_id, eos_id) -> (B, T_out) ids, as greedy_decode (the
+    default) and beam_search; `progress` shows a bar on stderr.
+    """
+    pairs = task.test if pairs is None else pairs
+    model.eval()
+    hypotheses, references = [], []
+    batches = make_batches(pairs, task, batch_size, shuffle=False)
+    n_batches = math.ceil(len(pairs) / batch_size)
+    bar = tqdm(batches, total=n_batches, desc="evaluate", leave=False, disable=not progress)
+    for src, _, tgt_out in bar:
+        out = decode(model, src.to(device), task.max_tgt_len + 1, BOS_ID, EOS_ID)
+        hypotheses += [output_words(row, task.tgt_vocab) for row in out.cpu().tolist()]
+        references += [output_words(row, task.tgt_vocab) for row in tgt_out.tolist()]
     return {
-        "exact_match": exact / len(references),
-        "bleu": round(bleu.score, 2),
+        **corpus_scores(hypotheses, references),
         "n_test": len(references),
         "examples": [
             {"output": " ".join(h), "reference": " ".join(r)}
@@ -454,33 +574,36 @@ def run(args: argparse.Namespace) -> dict:
             },
         )
 
-    batches = training_batches(task, config["batch_size"], args.seed, epoch, position)
-    progress = tqdm(total=config["steps"], initial=step, desc=f"train {args.task}", file=sys.stderr)
-    model.train()
-    started = time.perf_counter()
-    while step < config["steps"]:
-        epoch, position, (src, tgt_in, tgt_out) = next(batches)
-        src, tgt_in, tgt_out = src.to(device), tgt_in.to(device), tgt_out.to(device)
-        logits = model(src, tgt_in)  # (B, T_tgt, V): teacher forcing
-        loss = criterion(logits.flatten(0, 1), tgt_out.flatten())  # (B*T_tgt, V) vs (B*T_tgt,)
-        optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        if config["clip_norm"] > 0:
-            nn.utils.clip_grad_norm_(model.parameters(), config["clip_norm"])
-        optimizer.step()
-        scheduler.step()
-        step += 1
-        losses.append(loss.item())
-        progress.update(1)
-        progress.set_postfix(
-            loss=f"{losses[-1]:.3f}", lr=f"{scheduler.get_last_lr()[0]:.2e}", refresh=False
-        )
+    cursor = {"epoch": epoch, "position": position}  # where in the data the last batch was
+
+    def batches() -> Iterator:
+        for cursor["epoch"], cursor["position"], batch in training_batches(
+            task, config["batch_size"], args.seed, epoch, position
+        ):
+            yield batch
+
+    earlier_losses, earlier_seconds = losses, train_seconds
+
+    def after_step(log: TrainingLog) -> None:
+        nonlocal step, epoch, position, losses, train_seconds
+        step, epoch, position = log.step, cursor["epoch"], cursor["position"]
+        losses, train_seconds = earlier_losses + log.losses, earlier_seconds + log.seconds
         if step % config["checkpoint_every"] == 0 or step == config["steps"]:
-            train_seconds += time.perf_counter() - started
             save()  # not timed: saving is not training
-            started = time.perf_counter()
-    train_seconds += time.perf_counter() - started
-    progress.close()
+
+    train_steps(
+        model,
+        batches(),
+        optimizer,
+        criterion,
+        config["steps"],
+        scheduler=scheduler,
+        clip_norm=config["clip_norm"],
+        device=device,
+        start_step=step,
+        on_step=after_step,
+        desc=f"train {args.task}",
+    )
     if checkpoint is not None and checkpoint["step"] == step:
         print(f"{checkpoint_path} is at step {step} already: evaluating", file=sys.stderr)
 

@@ -10,13 +10,20 @@ layer `out` turns every position's vector into scores over the target vocabulary
 softmax is left to the loss). Attributes, for the lessons that train and decode it:
 
     src_embed, tgt_embed   TokenEmbedding (course.positional): ids -> vectors * sqrt(d_model)
-    pos                    PositionalEncoding: + sinusoidal positions, then dropout (both sides)
+    pos                    PositionalEncoding: + sinusoidal positions, then dropout (both
+                           sides); with positions="rotary" an nn.Dropout alone (no table)
     encoder_layers         nn.ModuleList of n_layers EncoderLayer (course.layers)
     decoder_layers         nn.ModuleList of n_layers DecoderLayer
     encoder_norm,          LayerNorm after the last layer when norm_first=True (pre-LN leaves
       decoder_norm           the residual stream un-normalised, so the stack ends with one);
                            None for the paper's post-LN, whose every layer ends with a norm
     out                    nn.Linear(d_model, tgt_vocab): the pre-softmax projection
+
+positions="sinusoidal" (the default) adds the paper's table to both embeddings.
+positions="rotary" adds none: every self-attention, encoder and decoder, rotates its
+queries and keys by their positions instead (lesson 05's apply_rotary, base 10000), so
+its scores see only how far apart two words are, not where they stand. Cross-attention
+is never rotated (course.layers.DecoderLayer says why).
 
 tie_embeddings=True (one vocabulary for both languages, src_vocab == tgt_vocab) shares one
 matrix between src_embed, tgt_embed and out, as the paper does (§3.4): one Parameter.
@@ -58,6 +65,10 @@ from course.positional import PositionalEncoding, TokenEmbedding
 PAPER_BASE = dict(d_model=512, n_heads=8, n_layers=6, d_ff=2048, dropout=0.1)
 PAPER_BIG = dict(d_model=1024, n_heads=16, n_layers=6, d_ff=4096, dropout=0.3)
 PAPER_VOCAB = 37000
+# How the model knows word order: the paper's sinusoidal table added to the embeddings, or
+# rotary positions (RoFormer) in every self-attention, with the base of lesson 05.
+POSITIONS = ("sinusoidal", "rotary")
+ROTARY_BASE = 10000.0
 
 
 def _describe(x: object) -> str:
@@ -97,8 +108,13 @@ class Transformer(nn.Module):
         max_len: int = 5000,
         pad_id: int = 0,
         tie_embeddings: bool = False,
+        positions: str = "sinusoidal",
     ):
         super().__init__()
+        if positions not in POSITIONS:
+            raise ValueError(
+                f"positions must be one of {', '.join(map(repr, POSITIONS))}, got {positions!r}"
+            )
         self.src_vocab = _positive_int("src_vocab", src_vocab)
         self.tgt_vocab = _positive_int("tgt_vocab", tgt_vocab)
         n_layers = _positive_int("n_layers", n_layers)
@@ -119,12 +135,19 @@ class Transformer(nn.Module):
         self.pad_id, self.norm_first, self.tie_embeddings = int(pad_id), norm_first, tie_embeddings
         self.src_embed = TokenEmbedding(src_vocab, d_model)
         self.tgt_embed = TokenEmbedding(tgt_vocab, d_model)
-        self.pos = PositionalEncoding(d_model, max_len, dropout)
+        self.positions = positions
+        if positions == "sinusoidal":
+            self.pos = PositionalEncoding(d_model, max_len, dropout)
+            rotary_base = None
+        else:  # rotary: no table on the embeddings (they keep their dropout); the
+            self.pos = nn.Dropout(dropout)  # self-attentions rotate q and k instead
+            rotary_base = ROTARY_BASE
+        layer_args = (d_model, n_heads, d_ff, dropout, norm_first)
         self.encoder_layers = nn.ModuleList(
-            [EncoderLayer(d_model, n_heads, d_ff, dropout, norm_first) for _ in range(n_layers)]
+            [EncoderLayer(*layer_args, rotary_base=rotary_base) for _ in range(n_layers)]
         )
         self.decoder_layers = nn.ModuleList(
-            [DecoderLayer(d_model, n_heads, d_ff, dropout, norm_first) for _ in range(n_layers)]
+            [DecoderLayer(*layer_args, rotary_base=rotary_base) for _ in range(n_layers)]
         )
         self.encoder_norm = LayerNorm(d_model) if norm_first else None
         self.decoder_norm = LayerNorm(d_model) if norm_first else None
@@ -138,7 +161,7 @@ class Transformer(nn.Module):
 
     @property
     def d_model(self) -> int:
-        return self.pos.d_model
+        return self.src_embed.d_model
 
     def _check_tokens(self, tokens: object, name: str, vocab: int) -> None:
         if (
@@ -235,7 +258,8 @@ class Transformer(nn.Module):
     def extra_repr(self) -> str:
         return (
             f"src_vocab={self.src_vocab}, tgt_vocab={self.tgt_vocab}, pad_id={self.pad_id}, "
-            f"norm_first={self.norm_first}, tie_embeddings={self.tie_embeddings}"
+            f"norm_first={self.norm_first}, tie_embeddings={self.tie_embeddings}, "
+            f"positions={self.positions!r}"
         )
 
     @classmethod

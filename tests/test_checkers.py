@@ -24,6 +24,7 @@ from course import (
     attention,
     check,
     decoding,
+    efficient,
     layers,
     masking,
     multihead,
@@ -47,6 +48,7 @@ REFERENCES = {
     "EncoderLayer": layers.EncoderLayer,  # lesson 07
     "DecoderLayer": layers.DecoderLayer,  # lesson 08
     "greedy_decode": decoding.greedy_decode,  # lesson 09
+    "kv_cache_attention": efficient.kv_cache_attention,  # lesson 10
 }
 # Exercises whose answer is a constant of its integer arguments (a table, a boolean mask),
 # or token ids chosen by argmax under torch.no_grad() (greedy_decode): nothing flows

@@ -8,6 +8,7 @@ import dataclasses
 import itertools
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -315,3 +316,117 @@ def test_every_task_has_a_complete_config():
     keys = set(CONFIGS["toy-translation"])
     assert set(CONFIGS) == set(train.TASKS)
     assert all(set(config) == keys for config in CONFIGS.values())
+
+
+def test_rotary_positions_from_the_command_line(capsys, tmp_path):
+    assert all(config["positions"] == "sinusoidal" for config in CONFIGS.values())
+    task = load_task("reverse")
+    model = train.build_model(task, {**CONFIGS["reverse"], "positions": "rotary"})
+    assert model.positions == "rotary"
+    metrics = _train(capsys, tmp_path, 4, "--set", "positions=rotary")
+    assert metrics["steps"] == 4
+    assert _checkpoint(tmp_path)["config"]["positions"] == "rotary"
+    assert json.loads((tmp_path / "config.json").read_text())["positions"] == "rotary"
+    err = _refused(capsys, tmp_path, "--task", "reverse", *TINY, "--steps", "8")
+    assert "positions='rotary' (this run: 'sinusoidal')" in err
+
+
+# ------------------------------------------------- the loop and the scores (lesson 09) --
+
+
+def _tiny_setup(seed=0):
+    torch.manual_seed(seed)
+    task = load_task("reverse")
+    config = {**CONFIGS["reverse"], "d_model": 16, "n_heads": 2, "n_layers": 1, "d_ff": 32}
+    model = train.build_model(task, config)
+    optimizer, scheduler = build_optimizer(model, {**config, "warmup": 4})
+    criterion = torch.nn.CrossEntropyLoss(label_smoothing=0.1, ignore_index=PAD_ID)
+    batches = (batch for _, _, batch in training_batches(task, 32, seed, 0, 0))
+    return task, model, optimizer, scheduler, criterion, batches
+
+
+def test_train_steps_counts_steps_calls_back_and_restores_train_mode():
+    task, model, optimizer, scheduler, criterion, batches = _tiny_setup()
+    seen = []
+
+    def on_step(log):
+        seen.append((log.step, len(log.losses), model.training))
+        model.eval()  # as an evaluation would leave it
+
+    log = train.train_steps(model, batches, optimizer, criterion, 5, scheduler=scheduler,
+                            clip_norm=1.0, on_step=on_step)  # fmt: skip
+    assert log.step == 5 and len(log.losses) == 5 and log.seconds > 0
+    assert seen == [(s, s, True) for s in range(1, 6)]  # back in train mode at every step
+    assert scheduler.last_epoch == 5
+
+
+def test_train_steps_is_the_loop_of_the_cli(capsys, tmp_path):
+    """The same seed, the same losses: the function and `python -m course.train` agree."""
+    _train(capsys, tmp_path, 4)
+    metrics_losses = _checkpoint(tmp_path)["losses"]
+    torch.manual_seed(0)
+    task = load_task("reverse")
+    config = {**CONFIGS["reverse"], "d_model": 16, "n_heads": 2, "n_layers": 1, "d_ff": 32,
+              "warmup": 4}  # fmt: skip
+    model = train.build_model(task, config)
+    optimizer, scheduler = build_optimizer(model, config)
+    criterion = torch.nn.CrossEntropyLoss(label_smoothing=0.1, ignore_index=PAD_ID)
+    batches = (batch for _, _, batch in training_batches(task, config["batch_size"], 0, 0, 0))
+    log = train.train_steps(model, batches, optimizer, criterion, 4, scheduler=scheduler,
+                            clip_norm=config["clip_norm"])  # fmt: skip
+    assert log.losses == metrics_losses
+
+
+def test_train_steps_stops_at_its_time_budget():
+    _, model, optimizer, _, criterion, batches = _tiny_setup()
+    log = train.train_steps(model, batches, optimizer, criterion, 10_000, time_budget=0.05)
+    assert 1 <= log.step < 10_000 and log.seconds >= 0.05
+
+
+def test_train_steps_times_with_the_clock_it_is_given():
+    _, model, optimizer, _, criterion, batches = _tiny_setup()
+    ticks = iter(range(100))  # a clock that advances 1 s each time it is read
+    log = train.train_steps(model, batches, optimizer, criterion, 100, time_budget=3.0,
+                            clock=lambda: float(next(ticks)))  # fmt: skip
+    assert log.step == 3 and log.seconds == 3.0  # each step read the clock twice: 1 s a step
+
+
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [({"steps": -1}, "steps must be an int >= start_step"),
+     ({"steps": 2.5}, "steps must be an int"),
+     ({"steps": 3, "start_step": 5}, "steps must be an int >= start_step (5)"),
+     ({"steps": 3, "time_budget": 0}, "time_budget must be a positive number")],
+)  # fmt: skip
+def test_train_steps_bad_input(kwargs, message):
+    _, model, optimizer, _, criterion, batches = _tiny_setup()
+    with pytest.raises(ValueError, match=re.escape(message)):
+        train.train_steps(model, batches, optimizer, criterion, **kwargs)
+
+
+def test_corpus_scores():
+    same = [["a", "b", "c", "d"], ["e", "f", "g", "h"]]
+    assert train.corpus_scores(same, same) == {"exact_match": 1.0, "bleu": 100.0}
+    scores = train.corpus_scores([["a", "b", "c", "x"], same[1]], same)
+    assert scores["exact_match"] == 0.5 and 0 < scores["bleu"] < 100
+    with pytest.raises(ValueError, match="as many hypotheses as references"):
+        train.corpus_scores([["a"]], same)
+    with pytest.raises(ValueError, match="at least one"):
+        train.corpus_scores([], [])
+
+
+def test_evaluate_takes_any_pairs_and_any_decoder():
+    task, model, *_ = _tiny_setup()
+    pairs = task.test[:7]
+
+    def oracle(model, src, max_len, bos_id, eos_id):  # writes each reference, by lookup
+        rows = [task.tgt_vocab.encode(target) + [EOS_ID] for _, target in pairs]
+        out = torch.full((len(rows), max_len), PAD_ID)
+        for b, row in enumerate(rows):
+            out[b, : len(row)] = torch.tensor(row)
+        return out
+
+    results = train.evaluate(model, task, "cpu", 100, pairs=pairs, decode=oracle, progress=False)
+    assert results["exact_match"] == 1.0 and results["bleu"] == 100.0 and results["n_test"] == 7
+    greedy = train.evaluate(model, task, "cpu", 3, pairs=pairs, progress=False)
+    assert greedy["n_test"] == 7 and greedy["exact_match"] < 1.0  # untrained

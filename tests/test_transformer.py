@@ -510,3 +510,113 @@ def test_transformer_bad_input_is_a_clear_value_error():
         Transformer(SRC_VOCAB, TGT_VOCAB, D_MODEL, H, 1, D_FF, pad_id=12)
     with pytest.raises(ValueError, match="n_layers must be a positive int, got 0"):
         Transformer(SRC_VOCAB, TGT_VOCAB, D_MODEL, H, 0, D_FF)
+
+
+# ------------------------------------------------ rotary positions (positions="rotary") --
+
+
+def _attention(rotary_base: float | None) -> MultiHeadAttention:
+    """The same weights every call (float64, eval): with or without rotary positions."""
+    torch.manual_seed(0)
+    return MultiHeadAttention(D_MODEL, H, rotary_base=rotary_base).double().eval()
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_rotary_self_attention_sees_offsets_only(causal):
+    """Shift a sentence `shift` positions on, behind rows it may not see: with rotary
+    positions the score of query m + shift and key n + shift is that of m and n, so the
+    sentence's outputs do not move. Absolute positions (or a rotation of q alone) would."""
+    attn = _attention(10000.0)
+    gen = torch.Generator().manual_seed(1)
+    x = torch.randn(B, T_SRC, D_MODEL, generator=gen, dtype=torch.float64)  # (B, T, d_model)
+    mask = causal_mask(T_SRC) if causal else None
+    with torch.no_grad():
+        expected = attn(x, x, x, mask)  # (B, T, d_model), positions 0 .. T-1
+        for shift in (1, 3, 40):
+            front = torch.randn(B, shift, D_MODEL, generator=gen, dtype=torch.float64)
+            shifted = torch.cat([front, x], dim=1)  # (B, shift + T, d_model)
+            mask = torch.arange(shift + T_SRC) >= shift  # (shift + T,): the keys of x only
+            if causal:
+                mask = mask & causal_mask(shift + T_SRC)  # (shift + T, shift + T)
+            got = attn(shifted, shifted, shifted, mask)[:, shift:]  # x at shift .. shift + T-1
+            assert torch.allclose(got, expected, atol=1e-10), shift
+
+
+def test_rotary_self_attention_knows_the_order():
+    """Swap two words: plain attention only swaps their outputs (it is order-blind), with
+    rotary positions every other word's output changes too."""
+    plain, rotary = _attention(None), _attention(10000.0)  # the same weights
+    x = torch.randn(1, 5, D_MODEL, generator=torch.Generator().manual_seed(2), dtype=torch.float64)
+    swapped = x[:, [0, 1, 3, 2, 4]]  # words 2 and 3 change places
+    with torch.no_grad():
+        assert torch.allclose(plain(swapped, swapped, swapped)[:, 0], plain(x, x, x)[:, 0])
+        assert not torch.allclose(rotary(swapped, swapped, swapped)[:, 0], rotary(x, x, x)[:, 0])
+        assert torch.allclose(rotary.w_q(x), plain.w_q(x))  # only the rotation differs
+
+
+def test_rotary_transformer_has_the_same_parameters_and_differs():
+    torch.manual_seed(0)
+    sinusoidal = Transformer(SRC_VOCAB, TGT_VOCAB, D_MODEL, H, N_LAYERS, D_FF, dropout=0.0)
+    torch.manual_seed(0)
+    rotary = Transformer(
+        SRC_VOCAB, TGT_VOCAB, D_MODEL, H, N_LAYERS, D_FF, dropout=0.0, positions="rotary"
+    )
+    assert sinusoidal.positions == "sinusoidal" and rotary.positions == "rotary"
+    assert "positions='rotary'" in repr(rotary)
+    ours, theirs = rotary.state_dict(), sinusoidal.state_dict()
+    assert list(ours) == list(theirs)  # rotation adds no parameter: the same initial weights
+    assert all(torch.equal(ours[name], theirs[name]) for name in ours)
+    assert isinstance(rotary.pos, nn.Dropout)  # no table on the embeddings
+    for layer in [*rotary.encoder_layers, *rotary.decoder_layers]:
+        assert layer.self_attn.rotary_base == 10000.0
+    assert all(layer.cross_attn.rotary_base is None for layer in rotary.decoder_layers)
+    assert all(layer.self_attn.rotary_base is None for layer in sinusoidal.encoder_layers)
+    with torch.no_grad():
+        assert not torch.allclose(rotary(SRC, TGT), sinusoidal(SRC, TGT), atol=1e-3)
+
+
+def test_rotary_transformer_trains():
+    torch.manual_seed(0)
+    model = Transformer(SRC_VOCAB, TGT_VOCAB, D_MODEL, H, 1, D_FF, positions="rotary")
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-2)
+    losses = []
+    for _ in range(30):  # learn to answer TGT[:, 1:] to SRC (teacher forcing)
+        logits = model(SRC, TGT[:, :-1])  # (B, T_tgt - 1, tgt_vocab)
+        loss = nn.functional.cross_entropy(
+            logits.flatten(0, 1), TGT[:, 1:].flatten(), ignore_index=PAD
+        )
+        optimizer.zero_grad()
+        loss.backward()
+        assert all(p.grad is not None for p in model.parameters())
+        optimizer.step()
+        losses.append(loss.item())
+    assert losses[-1] < 0.2 * losses[0]
+
+
+def test_rotary_decode_step_by_step_equals_one_teacher_forced_pass():
+    """What greedy decoding relies on holds with rotary positions too: a prefix's
+    positions are 0 .. t whether it is decoded alone or as part of the whole target."""
+    torch.manual_seed(0)
+    model = Transformer(
+        SRC_VOCAB, TGT_VOCAB, D_MODEL, H, N_LAYERS, D_FF, dropout=0.0, positions="rotary"
+    ).eval()
+    src_mask = padding_mask(SRC, PAD)
+    with torch.no_grad():
+        memory = model.encode(SRC, src_mask)
+        full = model.decode(TGT, memory, src_mask)  # (B, T_tgt, tgt_vocab)
+        for t in range(T_TGT):
+            step = model.decode(TGT[:, : t + 1], memory, src_mask)[:, -1]  # (B, tgt_vocab)
+            real = TGT[:, t] != PAD
+            assert torch.allclose(step[real], full[real, t], atol=1e-5)
+
+
+def test_bad_positions_are_a_clear_value_error():
+    with pytest.raises(
+        ValueError, match="positions must be one of 'sinusoidal', 'rotary', got 'learned'"
+    ):
+        Transformer(SRC_VOCAB, TGT_VOCAB, D_MODEL, H, 1, D_FF, positions="learned")
+    with pytest.raises(ValueError, match=r"even head size d_k .* got d_k=3, rotary_base=10000"):
+        MultiHeadAttention(12, 4, rotary_base=10000.0)
+    for base in (1.0, "10000", True):
+        with pytest.raises(ValueError, match="a base greater than 1"):
+            MultiHeadAttention(12, 2, rotary_base=base)

@@ -20,6 +20,7 @@ from course.check.masking import *  # noqa: F403
 from course.check.layers import *  # noqa: F403
 from course.check.transformer import *  # noqa: F403
 from course.check.decoding import *  # noqa: F403
+from course.check.efficient import *  # noqa: F403
 
 # isort: on
 
@@ -36,4 +37,5 @@ __all__ = [
     *layers.__all__,  # noqa: F405
     *transformer.__all__,  # noqa: F405
     *decoding.__all__,  # noqa: F405
+    *efficient.__all__,  # noqa: F405
 ]
