@@ -8,6 +8,7 @@ are constants (no gradients), so the mistakes are about dtype, shape and values.
 import numpy as np
 import pytest
 import torch
+import torch.nn.functional as F
 from torch import nn
 
 from course import check
@@ -371,3 +372,404 @@ def test_padding_mask_a_value_mistake_without_a_name_says_where(verdict):
     passed, printed = verdict(check.padding_mask, off_at_one_place)
     assert passed is False, printed
     assert "wrong at sentence 0, position 1: token 0 is a real token (pad_id=1)" in printed
+
+
+# ------------------------------------------------------- the full verdict lines ----------
+# The message is what the learner reads: for each diagnosis the whole printed line is pinned
+# down, with the case it names (T, the tokens' shape and description) and its hint.
+
+
+def causal_unit_batch_axis(T):
+    return torch.ones(T, T, dtype=torch.bool).tril()[None]  # (1, T, T)
+
+
+def causal_one_per_query(T):
+    return torch.ones(T, T, T, dtype=torch.bool).tril()  # (T, T, T): leading axis not a unit
+
+
+def causal_one_key_too_many(T):
+    return torch.ones(T, T + 1, dtype=torch.bool).tril()  # (T, T + 1): 2-D, not square
+
+
+def causal_never_filled(T):
+    return torch.zeros(T, T)  # all 0: a 0/1 float mask, not an additive one
+
+
+def causal_ones_and_minus_inf(T):
+    """1 where allowed, -inf where not: neither a 0/1 mask nor an additive one."""
+    allowed = torch.ones(T, T, dtype=torch.bool).tril()
+    return torch.ones(T, T).masked_fill(~allowed, float("-inf"))
+
+
+def causal_additive_inverted(T):
+    """An additive mask with -inf in the wrong places (on and below the diagonal)."""
+    allowed = torch.ones(T, T, dtype=torch.bool).tril()
+    return torch.zeros(T, T).masked_fill(allowed, float("-inf"))
+
+
+def causal_sees_one_key_ahead(T):
+    return torch.ones(T, T, dtype=torch.bool).tril(1)  # diagonal=1: one future key too many
+
+
+def causal_crash(T):
+    return torch.ones(T, T, dtype=torch.bool).tril(T + "")
+
+
+def padding_stray_squeeze(tokens, pad_id):
+    """A stray .squeeze(0): harmless but for a batch of one."""
+    return (tokens != pad_id)[:, None, None, :].squeeze(0)
+
+
+def padding_stray_squeeze_last(tokens, pad_id):
+    """A stray .squeeze(-1): harmless but for T = 1."""
+    return (tokens != pad_id)[:, None, None, :].squeeze(-1)
+
+
+def padding_sign_when_pad_is_0(tokens, pad_id):
+    """The pad-0 shortcut torch.sign(tokens): the right 1s, but int64."""
+    if pad_id == 0:
+        return tokens.sign()[:, None, None, :]
+    return (tokens != pad_id)[:, None, None, :]
+
+
+def padding_twos(tokens, pad_id):
+    return (tokens != pad_id).float()[:, None, None, :] * 2  # neither bool nor 0/1
+
+
+def padding_additive_b_t(tokens, pad_id):
+    return torch.zeros(tokens.shape).masked_fill(tokens == pad_id, float("-inf"))  # (B, T)
+
+
+def padding_pad_id_falsy(tokens, pad_id=None):
+    """`if not pad_id` meant 'no pad id given', but pad_id = 0 is falsy too."""
+    if not pad_id:
+        return torch.ones_like(tokens, dtype=torch.bool)[:, None, None, :]
+    return (tokens != pad_id)[:, None, None, :]
+
+
+_WHY = (
+    "it must be bool. Masks are bool, True = may attend: attention reads them with "
+    "scores.masked_fill(~mask, float('-inf')), and masked_fill takes only a bool mask; "
+)
+_NOT_FLOAT = "~ is not defined on a float tensor. "
+_NOT_INT = "~ on an integer flips every bit (~1 is -2, ~0 is -1: both non-zero). "
+_ADDITIVE = (
+    "the kind that is added to the scores (nn.Transformer.generate_square_subsequent_mask "
+    "returns one). Ours is bool, True = may attend: our attention reads it with "
+    "masked_fill(~mask, float('-inf')), and ~ is not even defined on a float tensor. "
+)
+_MAKE_CAUSAL = (
+    "Comparisons give bool: torch.ones(T, T, dtype=torch.bool).tril(), or "
+    "torch.arange(T)[None, :] <= torch.arange(T)[:, None]"
+)
+_MAKE_PADDING = "A comparison gives bool: (tokens != pad_id)[:, None, None, :]"
+_CASE_0 = (
+    "❌ padding_mask: the mask for tokens (3, 6) (pad_id=1, 0 a real token, padding at the end)"
+)
+
+CAUSAL_VERDICTS = [
+    (
+        causal_tril,
+        "✅ causal_mask: passed (T = 1, 2, 5, 8: bool, (T, T), True on and below the diagonal).",
+    ),
+    (
+        causal_flipped,
+        "❌ causal_mask: the mask is wrong at row (query) 0, column (key) 0: you have False, "
+        "expected True (s <= t: query t may see key s). Row t is True at columns 0..t",
+    ),
+    (
+        causal_sees_one_key_ahead,
+        "❌ causal_mask: the mask is wrong at row (query) 0, column (key) 1: you have True, "
+        "expected False (key s is in the future of query t). Row t is True at columns 0..t",
+    ),
+    (
+        causal_additive,
+        "❌ causal_mask: causal_mask(5) is an additive float32 mask (0 where allowed, -inf where "
+        f"not, in the right places), {_ADDITIVE}{_MAKE_CAUSAL}",
+    ),
+    (
+        causal_additive_inverted,
+        "❌ causal_mask: causal_mask(5) is an additive float32 mask (0 where allowed, -inf where "
+        f"not), {_ADDITIVE}{_MAKE_CAUSAL}",
+    ),
+    (
+        causal_float,
+        "❌ causal_mask: causal_mask(5) is a 0/1 float mask (float32) (the 1s are in the right "
+        f"places); {_WHY}{_NOT_FLOAT}{_MAKE_CAUSAL}",
+    ),
+    (
+        causal_never_filled,
+        f"❌ causal_mask: causal_mask(5) is a 0/1 float mask (float32); {_WHY}{_NOT_FLOAT}"
+        + _MAKE_CAUSAL,
+    ),
+    (
+        causal_int,
+        "❌ causal_mask: causal_mask(5) is a 0/1 integer mask (int64) (the 1s are in the right "
+        f"places); {_WHY}{_NOT_INT}{_MAKE_CAUSAL}",
+    ),
+    (
+        causal_ones_and_minus_inf,
+        "❌ causal_mask: causal_mask(5) is float32; it must be bool (True = may attend). "
+        + _MAKE_CAUSAL,
+    ),
+    (
+        causal_other_values,
+        "❌ causal_mask: causal_mask(5) is float32; it must be bool (True = may attend). "
+        + _MAKE_CAUSAL,
+    ),
+    (
+        causal_leading_axes,
+        "❌ causal_mask: causal_mask(5) has shape (1, 1, 5, 5), expected (5, 5). Return it "
+        "without the leading unit axes, (T, T): it broadcasts against scores (B, h, T, T) as it is",
+    ),
+    (
+        causal_unit_batch_axis,
+        "❌ causal_mask: causal_mask(5) has shape (1, 5, 5), expected (5, 5). Return it without "
+        "the leading unit axes, (T, T): it broadcasts against scores (B, h, T, T) as it is",
+    ),
+    (
+        causal_one_per_query,
+        "❌ causal_mask: causal_mask(5) has shape (5, 5, 5), expected (5, 5). It is (T, T): one "
+        "row per query, one column per key",
+    ),
+    (
+        causal_one_key_too_many,
+        "❌ causal_mask: causal_mask(5) has shape (5, 6), expected (5, 5). It is (T, T): one row "
+        "per query, one column per key",
+    ),
+    (
+        causal_fixed_size,
+        "❌ causal_mask: causal_mask(1) has shape (5, 5), expected (1, 1). Build it from the "
+        "argument T, not a fixed size",
+    ),
+    (
+        causal_crash,
+        "❌ causal_mask: on inputs T=5 your code raised TypeError: unsupported operand type(s) "
+        "for +: 'int' and 'str'",
+    ),
+]
+
+PADDING_VERDICTS = [
+    (
+        padding_index,
+        "✅ padding_mask: passed (7 batches: pad ids 0 to 7, padding at the end, the start and in "
+        "between, a batch of one, T = 1, int32 and non-contiguous tokens; bool (B, 1, 1, T), "
+        "tokens unchanged).",
+    ),
+    (
+        padding_additive,
+        f"{_CASE_0} is an additive float32 mask (0 where allowed, -inf where not, in the right "
+        f"places), {_ADDITIVE}{_MAKE_PADDING}",
+    ),
+    (
+        padding_additive_b_t,
+        f"{_CASE_0} is an additive float32 mask (0 where allowed, -inf where not), {_ADDITIVE}"
+        + _MAKE_PADDING,
+    ),
+    (
+        padding_int,
+        f"{_CASE_0} is a 0/1 integer mask (int64) (the 1s are in the right places); {_WHY}"
+        f"{_NOT_INT}{_MAKE_PADDING}",
+    ),
+    (
+        padding_float,
+        f"{_CASE_0} is a 0/1 float mask (float32) (the 1s are in the right places); {_WHY}"
+        f"{_NOT_FLOAT}{_MAKE_PADDING}",
+    ),
+    (
+        padding_twos,
+        f"{_CASE_0} is float32; it must be bool (True = may attend). {_MAKE_PADDING}",
+    ),
+    (
+        padding_sign_when_pad_is_0,
+        "❌ padding_mask: the mask for tokens (2, 5) (pad_id=0, padding at the end) is a 0/1 "
+        f"integer mask (int64) (the 1s are in the right places); {_WHY}{_NOT_INT}{_MAKE_PADDING}",
+    ),
+    (
+        padding_stray_squeeze,
+        "❌ padding_mask: the mask for tokens (1, 4) (a batch of one, int32, pad_id=7) has shape "
+        "(1, 1, 4), expected (1, 1, 1, 4). (B, 1, T) fits scores (B, T_q, T_k) without heads; "
+        "against (B, h, T_q, T_k) its B lines up with h. Add one more axis: (B, 1, 1, T)",
+    ),
+    (
+        padding_stray_squeeze_last,
+        "❌ padding_mask: the mask for tokens (2, 1) (T=1, int32, pad_id=4) has shape (2, 1, 1), "
+        "expected (2, 1, 1, 1). (B, 1, T) fits scores (B, T_q, T_k) without heads; against (B, "
+        "h, T_q, T_k) its B lines up with h. Add one more axis: (B, 1, 1, T)",
+    ),
+    (
+        padding_pad_id_falsy,
+        "❌ padding_mask: the mask is wrong at sentence 0, position 3: token 0 is the pad id "
+        "(pad_id=0), so the entry should be False, you have True. True = a real token, found by "
+        "value: tokens != pad_id",
+    ),
+    (
+        padding_greater,
+        "❌ padding_mask: you compared tokens > pad_id, as if the pad had the smallest id; here "
+        "pad_id=1 and smaller ids are real tokens too: tokens != pad_id",
+    ),
+    (
+        padding_zero_hard_coded,
+        "❌ padding_mask: the pad id is hard-coded to 0: use the pad_id argument, tokens != "
+        "pad_id (here pad_id=1, and 0 is a real token)",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    "answer, line", CAUSAL_VERDICTS, ids=[v[0].__name__ for v in CAUSAL_VERDICTS]
+)
+def test_causal_mask_whole_verdict_line(answer, line, verdict):
+    passed, printed = verdict(check.causal_mask, answer)
+    assert printed == line + "\n"
+    assert passed is (answer is causal_tril)
+
+
+@pytest.mark.parametrize(
+    "answer, line", PADDING_VERDICTS, ids=[v[0].__name__ for v in PADDING_VERDICTS]
+)
+def test_padding_mask_whole_verdict_line(answer, line, verdict):
+    passed, printed = verdict(check.padding_mask, answer)
+    assert printed == line + "\n"
+    assert passed is (answer is padding_index)
+
+
+def _pads_are_a_suffix(row, pad_id):
+    is_pad = (row == pad_id).long()
+    return bool((is_pad.diff() >= 0).all())  # once a pad, only pads
+
+
+def test_the_padding_cases_are_what_they_say():
+    """Each case is there for a reason its description states: check the reason holds."""
+    from course.check.masking import _padding_cases
+
+    cases = _padding_cases()
+    for description, tokens, pad_id in cases:
+        assert f"pad_id={pad_id}" in description
+        assert (tokens == pad_id).any() and (tokens != pad_id).any(), description
+    by_name = {description: (tokens, pad_id) for description, tokens, pad_id in cases}
+    assert sum(t.shape[0] == t.shape[1] for t, _ in by_name.values()) <= 1  # B != T but once
+
+    tokens, pad = by_name["pad_id=1, 0 a real token, padding at the end"]
+    assert (tokens == 0).any() and (tokens < pad).any()  # tokens > pad_id is then wrong
+    assert all(_pads_are_a_suffix(row, pad) for row in tokens)
+    assert any((row == pad).any() for row in tokens) and any((row != pad).all() for row in tokens)
+    assert (tokens == pad).sum(1).unique().numel() == tokens.shape[0]  # lengths all differ
+
+    tokens, pad = by_name["pad_id=0, padding at the end"]
+    assert pad == 0 and all(_pads_are_a_suffix(row, pad) for row in tokens)
+    assert (tokens == pad).sum(1).unique().numel() == tokens.shape[0]
+
+    tokens, pad = by_name["pad_id=3, padding at the start, in between, and a sentence all padding"]
+    pads = tokens == pad
+    assert any(row[0] and not row.all() for row in pads)  # padding at the start
+    inner = pads[:, 1:-1] & ~pads[:, :-2] & ~pads[:, 2:]
+    assert inner.any()  # a pad between two real tokens
+    assert any(row.all() for row in pads)  # a sentence all padding
+    assert not any(_pads_are_a_suffix(row, pad) for row in tokens if not (row == pad).all())
+
+    tokens, pad = by_name["a batch of one, int32, pad_id=7"]
+    assert tokens.shape[0] == 1 and tokens.dtype == torch.int32
+    assert _pads_are_a_suffix(tokens[0], pad)
+
+    tokens, pad = by_name["non-contiguous tokens, pad_id=2"]
+    assert not tokens.is_contiguous()
+
+    tokens, pad = by_name["T=1, int32, pad_id=4"]
+    assert tokens.shape[1] == 1 and tokens.dtype == torch.int32
+
+    tokens, pad = by_name["seeded random tokens, pad_id=2 wherever it falls"]
+    assert not all(_pads_are_a_suffix(row, pad) for row in tokens)
+
+
+def test_the_causal_lengths_are_what_they_are_for():
+    """T = 1 (one position, sees itself) and T = 2 (the smallest with a future) as well as longer
+    ones; T = 5 first, where every named mistake differs from the right mask."""
+    from course.check.masking import _CAUSAL_LENGTHS, _causal_mistakes
+
+    assert 1 in _CAUSAL_LENGTHS and 2 in _CAUSAL_LENGTHS and max(_CAUSAL_LENGTHS) > 5
+    first = _CAUSAL_LENGTHS[0]
+    right = torch.ones(first, first, dtype=torch.bool).tril()
+    tables = list(_causal_mistakes(first).values())
+    for n, t in enumerate(tables):
+        assert not torch.equal(t, right)
+        assert all(not torch.equal(t, other) for other in tables[n + 1 :])
+
+
+def padding_b_t_1(tokens, pad_id):
+    return (tokens != pad_id)[..., None]  # (B, T, 1)
+
+
+def padding_b_1_t_1(tokens, pad_id):
+    return (tokens != pad_id)[:, None, :, None]  # (B, 1, T, 1)
+
+
+def padding_1_b_t(tokens, pad_id):
+    return (tokens != pad_id)[None]  # (1, B, T)
+
+
+def padding_1_1_t_b(tokens, pad_id):
+    return (tokens != pad_id).T[None, None]  # (1, 1, T, B)
+
+
+def padding_t_1_1_b(tokens, pad_id):
+    return (tokens != pad_id).T[:, None, None, :]  # (T, 1, 1, B)
+
+
+def padding_t_b(tokens, pad_id):
+    return (tokens != pad_id).T  # (T, B)
+
+
+def padding_flattened(tokens, pad_id):
+    return (tokens != pad_id).flatten()  # (B * T,)
+
+
+def padding_one_hot(tokens, pad_id):
+    """One-hot the pad id: F.one_hot takes only int64 indices, and one case is int32."""
+    one_hot = F.one_hot(tokens, int(tokens.max()) + 1)  # (B, T, n_ids)
+    return ~one_hot[..., pad_id].bool()[:, None, None, :]
+
+
+_ON_QUERY = (
+    "T is on a query axis: padding hides *keys*, the last axis of the scores (B, h, T_q, T_k). "
+    "Put T last: (tokens != pad_id)[:, None, None, :]"
+)
+_BATCH_FIRST = (
+    "The batch axis comes first, then the two unit axes (heads, queries), then T: "
+    "(tokens != pad_id)[:, None, None, :]"
+)
+PADDING_SHAPE_VERDICTS = [
+    (padding_b_t_1, "(3, 6, 1)", _ON_QUERY),
+    (padding_b_1_t_1, "(3, 1, 6, 1)", _ON_QUERY),
+    (padding_t_on_query_axis, "(3, 6, 1, 1)", _ON_QUERY),
+    (padding_1_b_t, "(1, 3, 6)", _BATCH_FIRST),
+    (padding_batch_not_first, "(1, 1, 3, 6)", _BATCH_FIRST),
+    (padding_1_1_t_b, "(1, 1, 6, 3)", _BATCH_FIRST),
+    (padding_t_1_1_b, "(6, 1, 1, 3)", _BATCH_FIRST),
+    (padding_t_b, "(6, 3)", _BATCH_FIRST),
+    (
+        padding_flattened,
+        "(18,)",
+        "It is (B, 1, 1, T): one row of T entries per sentence, with a head and a query axis",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    "answer, shape, hint",
+    PADDING_SHAPE_VERDICTS,
+    ids=[v[0].__name__ for v in PADDING_SHAPE_VERDICTS],
+)
+def test_padding_mask_shape_hint_whole_line(answer, shape, hint, verdict):
+    passed, printed = verdict(check.padding_mask, answer)
+    assert passed is False
+    assert printed == f"{_CASE_0} has shape {shape}, expected (3, 1, 1, 6). {hint}\n"
+
+
+def test_padding_mask_crash_names_the_inputs(verdict):
+    passed, printed = verdict(check.padding_mask, padding_one_hot)
+    assert passed is False
+    assert printed == (
+        "❌ padding_mask: on inputs tokens (1, 4), pad_id=7 your code raised RuntimeError: "
+        "one_hot is only applicable to index tensor of type LongTensor.\n"
+    )

@@ -447,3 +447,308 @@ def test_every_named_mistake_differs_from_the_right_table_and_from_the_others():
         assert (t - right).abs().max() > 1e-2
         for other in tables[n + 1 :]:
             assert (t - other).abs().max() > 1e-2
+
+
+# ------------------------------------------------------- the full verdict lines ----------
+# The message is what the learner reads: for each diagnosis the whole printed line is pinned
+# down, with the size it names, the numbers it computes and its hint.
+
+
+def hard_coded_ln(max_len, d_model):
+    """ln(10000) typed in as 9.21 (the hint's rounded figure): base e^9.21 = 9997.5, right to
+    1e-4 on the small tables, off on the 60 x 32 one."""
+    position = torch.arange(max_len).unsqueeze(1)
+    div_term = torch.exp(torch.arange(0, d_model, 2) * (-9.21 / d_model))
+    pe = torch.zeros(max_len, d_model)
+    pe[:, 0::2] = torch.sin(position * div_term)
+    pe[:, 1::2] = torch.cos(position * div_term[: d_model // 2])
+    return pe
+
+
+def base_100000(max_len, d_model):
+    """One zero too many: a base above 10000, whose width 8·ln(1e4)/ln(1e5) = 6.4 is no
+    whole number (so not named as a narrower table)."""
+    return table(max_len, d_model, base=100000.0)
+
+
+def log2_in_the_exp_form(max_len, d_model):
+    position = torch.arange(max_len).unsqueeze(1)
+    div_term = torch.exp(torch.arange(0, d_model, 2) * (-math.log2(10000.0) / d_model))
+    pe = torch.zeros(max_len, d_model)
+    pe[:, 0::2] = torch.sin(position * div_term)
+    pe[:, 1::2] = torch.cos(position * div_term[: d_model // 2])
+    return pe
+
+
+def returned_before_filling(max_len, d_model):
+    """The zeros the table starts as: no frequency to read (atan2(0, 0) = 0), no mistake."""
+    return torch.zeros(max_len, d_model)
+
+
+def positions_not_a_column(max_len, d_model):
+    """torch.arange(max_len) without [:, None]: a crash on an even d_model, with no word about
+    odd ones."""
+    angle = torch.arange(max_len) / 10000 ** (torch.arange(0, d_model, 2) / d_model)
+    pe = torch.zeros(max_len, d_model)
+    pe[:, 0::2], pe[:, 1::2] = angle.sin(), angle[:, : d_model // 2].cos()
+    return pe
+
+
+def odd_drops_the_last_sin(max_len, d_model):
+    """d_model // 2 pairs stacked: right for an even d_model, one column short for an odd."""
+    pairs = d_model // 2
+    angle = torch.arange(max_len)[:, None] / 10000 ** (torch.arange(pairs) * 2 / d_model)
+    return torch.stack([angle.sin(), angle.cos()], dim=-1).reshape(max_len, -1)
+
+
+def cut_from_a_13_wide_table(max_len, d_model):
+    """A table built 13 wide, cut: width 13 is one more than max_len = 12, yet no max_len."""
+    return exp_log_form(max_len, max(13, d_model))[:, :d_model]
+
+
+def squeezed(max_len, d_model):
+    """A stray .squeeze(): harmless but for one position, where it drops the row axis."""
+    return exp_log_form(max_len, d_model).squeeze()
+
+
+def no_return(max_len, d_model):
+    pe = exp_log_form(max_len, d_model)  # noqa: F841 (the return is forgotten)
+
+
+def as_dict(max_len, d_model):
+    return {"pe": exp_log_form(max_len, d_model)}
+
+
+def _crashed(sizes, error, hint=""):
+    return f"❌ sinusoidal_encoding: on inputs {sizes} your code raised {error}{hint}"
+
+
+_ODD_HINT = (
+    ". The table must work for an odd d_model too: d_model=7 has 4 sin dimensions (0, 2, ..., "
+    "6) and 3 cos dimensions (1, 3, ..., 5), the last sin without a partner. Compute the 4 "
+    "angles of the even dimensions and give the cos only the first 3: pe[:, 1::2] = "
+    "torch.cos(angle[:, :d_model // 2])"
+)
+_PE = "(pe[:, 0::2] = torch.sin(angle), pe[:, 1::2] = torch.cos(angle))"
+_FLOAT32 = "return float32, torch's default dtype and the dtype of the embeddings the table is"
+
+VERDICTS = [
+    (
+        exp_log_form,
+        "✅ sinusoidal_encoding: passed (5 tables (12 x 8, 12 x 7, 1 x 6, 60 x 32, 16 x 16): even "
+        "and odd d_model, one position, a square one; float32 values matched the paper's "
+        "formula).",
+    ),
+    (
+        swapped,
+        "❌ sinusoidal_encoding: sinusoidal_encoding(12, 8): sin and cos are swapped: the even "
+        f"dimensions 0, 2, 4, ... hold the sin, the odd ones the cos {_PE}",
+    ),
+    (
+        sin_only,
+        "❌ sinusoidal_encoding: sinusoidal_encoding(12, 8): every dimension holds a sin: the odd "
+        f"dimensions hold the cos of the same angle {_PE}",
+    ),
+    (
+        halves,
+        "❌ sinusoidal_encoding: sinusoidal_encoding(12, 8): the sines and cosines come as two "
+        "halves (all sins, then all cosines); the paper interleaves them, a sin and a cos of the "
+        f"same angle side by side in each pair of dimensions {_PE}",
+    ),
+    (
+        halves_cos_first,
+        "❌ sinusoidal_encoding: sinusoidal_encoding(12, 8): the cosines and sines come as two "
+        "halves (all cosines, then all sins); the paper interleaves them, sin in the even "
+        f"dimensions and cos in the odd ones {_PE}",
+    ),
+    (
+        one_column_per_pair,
+        "❌ sinusoidal_encoding: sinusoidal_encoding(12, 8) has shape (12, 4), expected (12, 8). "
+        "That is one column per pair of dimensions: each pair holds a sin *and* a cos of the "
+        f"same angle, so there are d_model columns in all {_PE}",
+    ),
+    (
+        log10_in_the_exp_form,
+        "❌ sinusoidal_encoding: sinusoidal_encoding(12, 8): the exp form needs the natural "
+        "logarithm: 10000^(-2i/d_model) = exp(-2i·ln(10000)/d_model), with math.log(10000) = "
+        "9.21; math.log10(10000) = 4 makes the base e^4 = 54.6",
+    ),
+    (
+        log2_in_the_exp_form,
+        "❌ sinusoidal_encoding: sinusoidal_encoding(12, 8): the exp form needs the natural "
+        "logarithm: 10000^(-2i/d_model) = exp(-2i·ln(10000)/d_model), with math.log(10000) = "
+        "9.21; math.log2(10000) = 13.3 makes the base e^13.3 = 5.899e+05",
+    ),
+    (
+        hard_coded_ln,
+        "❌ sinusoidal_encoding: sinusoidal_encoding(60, 32): the frequencies are those of base "
+        "9997: the paper's base is 10000, pair i turns at 1/10000^(2i/d_model)",
+    ),
+    (
+        base_100000,
+        "❌ sinusoidal_encoding: sinusoidal_encoding(12, 8): the frequencies are those of base "
+        "1e+05: the paper's base is 10000, pair i turns at 1/10000^(2i/d_model)",
+    ),
+    (
+        cut_from_a_13_wide_table,
+        "❌ sinusoidal_encoding: sinusoidal_encoding(12, 8): the table holds the first 8 columns "
+        "of a table built for d_model=13: the frequencies 1/10000^(2i/d_model) depend on "
+        "d_model, so build the table for the d_model asked (a wider or cached table cut to "
+        "size has other frequencies)",
+    ),
+    (
+        returned_before_filling,
+        "❌ sinusoidal_encoding: sinusoidal_encoding(12, 8) is not right: at index (0, 1) you "
+        "have 0, expected 1 (largest difference 1)",
+    ),
+    (
+        odd_crash,
+        _crashed(
+            "max_len=12, d_model=7",
+            "RuntimeError: The expanded size of the tensor (3) must match the existing size (4) "
+            "at non-singleton dimension 1.  Target sizes: [12, 3].  Tensor sizes: [12, 4]",
+            _ODD_HINT,
+        ),
+    ),
+    (
+        positions_not_a_column,
+        _crashed(
+            "max_len=12, d_model=8",
+            "RuntimeError: The size of tensor a (12) must match the size of tensor b (4) at "
+            "non-singleton dimension 0",
+        ),
+    ),
+    (
+        odd_one_column_too_many,
+        "❌ sinusoidal_encoding: sinusoidal_encoding(12, 7) has shape (12, 8), expected (12, 7). "
+        "One column too many for an odd d_model: 7 dimensions, the last one a sin without its "
+        "cos (cut a wider table with pe[:, :d_model] only if it was built with this d_model's "
+        "frequencies)",
+    ),
+    (
+        odd_drops_the_last_sin,
+        "❌ sinusoidal_encoding: sinusoidal_encoding(12, 7) has shape (12, 6), expected (12, 7). "
+        "One row per position, one column per dimension",
+    ),
+    (
+        squeezed,
+        "❌ sinusoidal_encoding: sinusoidal_encoding(1, 6) has shape (6,), expected (1, 6). One "
+        "row per position, one column per dimension",
+    ),
+    (
+        as_numpy,
+        "❌ sinusoidal_encoding: sinusoidal_encoding(12, 8) returned a numpy array: return a "
+        "torch.Tensor, torch.from_numpy(table).float(), or build the table with torch functions",
+    ),
+    (
+        as_tuple,
+        "❌ sinusoidal_encoding: sinusoidal_encoding(12, 8) returned a tuple of 2 things: return "
+        "only the table, one tensor (max_len, d_model)",
+    ),
+    (
+        as_list,
+        "❌ sinusoidal_encoding: sinusoidal_encoding(12, 8) returned a Python list: return a "
+        "torch.Tensor of shape (max_len, d_model), torch.tensor(rows), or build the table with "
+        "torch functions",
+    ),
+    (
+        no_return,
+        "❌ sinusoidal_encoding: sinusoidal_encoding(12, 8) should return a torch.Tensor, got a "
+        "NoneType",
+    ),
+    (
+        as_dict,
+        "❌ sinusoidal_encoding: sinusoidal_encoding(12, 8) should return a torch.Tensor, got a "
+        "dict",
+    ),
+    (
+        in_float64,
+        f"❌ sinusoidal_encoding: sinusoidal_encoding(12, 8) is float64; {_FLOAT32} added to (a "
+        "float64 table would turn every sum x + PE into float64): end with .float(), or build "
+        "it with dtype=torch.float32",
+    ),
+    (
+        in_float16,
+        f"❌ sinusoidal_encoding: sinusoidal_encoding(12, 8) is float16; {_FLOAT32} added to",
+    ),
+    (
+        integer_table,
+        "❌ sinusoidal_encoding: sinusoidal_encoding(12, 8) is int64, so every sin and cos was "
+        "cut to a whole number when stored in it (torch.zeros_like of an integer tensor, or "
+        "torch.arange without a float dtype?): create the table as floats, torch.zeros(max_len, "
+        "d_model)",
+    ),
+]
+
+
+@pytest.mark.parametrize("answer, line", VERDICTS, ids=[v[0].__name__ for v in VERDICTS])
+def test_whole_verdict_line(answer, line, verdict):
+    passed, printed = verdict(check.sinusoidal_encoding, answer)
+    assert printed == line + "\n"
+    assert passed is (answer is exp_log_form)
+
+
+def test_the_named_mistakes_are_the_learners_tables_to_the_strict_tolerance():
+    """The tables the checker recomputes are the mistakes themselves, not near them: each
+    small-angle mistake matches the learner's table to 1e-4 at every size (only the angles in
+    the thousands, multiplied and read as degrees, need the loose 1e-2)."""
+    from course.check.positional import _ATOL, _RTOL, _SIZES, _mistakes, matches
+
+    answers = {
+        "converted from degrees to radians": in_degrees,
+        "the positions start at 1": from_position_1,
+        "sin and cos are swapped": swapped,
+        "the exponent is doubled": doubled,
+        "integer division (//)": integer_division,
+    }
+    for max_len, d_model in _SIZES:
+        wrong = _mistakes(max_len, d_model)
+        for name, answer in answers.items():
+            (mistaken,) = [t for d, t in wrong.items() if name in d]
+            assert matches(answer(max_len, d_model), mistaken, _ATOL, _RTOL), (name, max_len)
+
+
+def test_the_sizes_are_what_they_are_for():
+    """An even and an odd d_model, one position, a square table, one with positions and
+    angles large enough (60 x 32) for a rounded ln(10000) to show."""
+    from course.check.positional import _SIZES
+
+    assert any(d % 2 == 0 for _, d in _SIZES) and any(d % 2 for _, d in _SIZES)
+    assert any(m == 1 for m, _ in _SIZES) and any(m == d for m, d in _SIZES)
+    assert (60, 32) in _SIZES
+
+
+def test_no_frequency_is_read_where_the_table_has_no_position_1_or_no_pair_1():
+    """A one-row table has no position 1, a 3-wide one no pair 1 (columns 2 and 3): the
+    frequency fit gives up rather than index outside the table."""
+    from course.check.positional import _fitted_frequencies
+
+    assert _fitted_frequencies(reference(1, 6) + 0.5, 1, 6) is None
+    assert _fitted_frequencies(reference(12, 3) + 0.5, 12, 3) is None
+
+
+def test_frequencies_that_grow_along_the_pairs_are_no_base():
+    """pos · b^(2i/d_model), frequencies growing with i (here b = 10, w_1 = 1.78): no base
+    ladder to name; a base under 1 would give a negative width and a nonsense message."""
+    from course.check.positional import _fitted_frequencies
+
+    growing = (torch.arange(12.0)[:, None] * 10 ** (2 * (torch.arange(8) // 2) / 8)).float()
+    growing = torch.where(torch.arange(8) % 2 == 0, growing.sin(), growing.cos())
+    assert _fitted_frequencies(growing, 12, 8) is None
+
+
+def test_shape_hints_for_an_odd_d_model():
+    """One column per pair names both counts for an odd d_model (3 or 4 of d_model = 7), and
+    d_model + 1 columns is 'one too many for an odd d_model' only when d_model is odd."""
+    from course.check.positional import _shape_hint
+
+    want = reference(12, 7)
+    for pairs in (3, 4):
+        hint = _shape_hint(torch.zeros(12, pairs), want, 12, 7)
+        assert hint.startswith("That is one column per pair of dimensions"), hint
+    even = reference(12, 8)
+    generic = "One row per position, one column per dimension"
+    assert _shape_hint(torch.zeros(12, 9), even, 12, 8) == generic
+    assert _shape_hint(torch.zeros(12, 11), reference(12, 10), 12, 10) == generic
+    assert _shape_hint(torch.zeros(12, 3), even, 12, 8) == generic
+    assert _shape_hint(torch.zeros(12, 5), even, 12, 8) == generic
