@@ -106,7 +106,7 @@ def trained():
     torch.manual_seed(0)
     task = load_task("reverse")
     config = dict(d_model=32, n_heads=2, n_layers=1, d_ff=64, dropout=0.0, norm_first=False,
-                  warmup=50, lr_factor=1.0)  # fmt: skip
+                  positions="sinusoidal", warmup=50, lr_factor=1.0)  # fmt: skip
     model = build_model(task, config)
     optimizer, scheduler = build_optimizer(model, config)
     criterion = nn.CrossEntropyLoss(label_smoothing=0.1, ignore_index=PAD_ID)

@@ -87,6 +87,19 @@ def test_call_turns_the_candidates_own_stub_into_not_implemented_yet():
     assert caught.value.culprit is None
 
 
+@torch.no_grad()
+def decorated_stub(x):
+    # YOUR CODE HERE
+    raise NotImplementedError
+
+
+def test_a_decorated_stub_is_the_candidate_itself():
+    """@torch.no_grad() (lesson 09's greedy_decode) wraps the stub: still "not implemented"."""
+    with pytest.raises(fw.NotImplementedYet) as caught:
+        fw.call(decorated_stub, torch.zeros(2))
+    assert caught.value.culprit is None
+
+
 def test_call_names_another_function_that_is_still_a_stub():
     with pytest.raises(fw.NotImplementedYet) as caught:
         fw.call(uses_the_stub, torch.zeros(2))

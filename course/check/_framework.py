@@ -171,8 +171,13 @@ def _hint(error: Exception, hints: Hints) -> str:
 
 
 def _own_code(candidate) -> set:
-    """The code objects of the candidate itself: the function, or its class's methods."""
+    """The code objects of the candidate itself: the function, or its class's methods.
+
+    A decorated function (@torch.no_grad(), functools.wraps) counts as the function it wraps.
+    """
     candidate = getattr(candidate, "__func__", candidate)  # a bound method: its function
+    if inspect.isfunction(candidate):
+        candidate = inspect.unwrap(candidate)  # @torch.no_grad() def f: f itself, not the wrapper
     if not (inspect.isclass(candidate) or inspect.isfunction(candidate)):
         candidate = type(candidate)  # a module instance: its class
     if inspect.isclass(candidate):
