@@ -88,15 +88,31 @@ def greedy_decode(model, src: torch.Tensor, max_len: int, bos_id: int, eos_id: i
     length: simple, and quadratic in the output's length (lesson 10 caches instead).
     """
     _check_args(model, src, max_len, bos_id, eos_id)
-    B = src.shape[0]
     src_mask = padding_mask(src, model.pad_id)  # (B, 1, 1, T_src)
     memory = model.encode(src, src_mask)  # (B, T_src, d_model): the encoder runs once
-    tokens = torch.full((B, 1), bos_id, dtype=torch.long, device=src.device)  # (B, 1): <bos>
-    done = torch.zeros(B, dtype=torch.bool, device=src.device)  # (B,): wrote <eos> already
+
+    def last_position_logits(tokens: torch.Tensor) -> torch.Tensor:  # (B, t) -> (B, V)
+        return model.decode(tokens, memory, src_mask)[:, -1]  # (B, t, V) -> (B, V)
+
+    B = src.shape[0]
+    return greedy_loop(last_position_logits, B, max_len, bos_id, eos_id, model.pad_id, src.device)
+
+
+def greedy_loop(
+    next_logits, B: int, max_len: int, bos_id: int, eos_id: int, pad_id: int, device=None
+) -> torch.Tensor:
+    """The greedy loop around any next-token scorer: next_logits(tokens (B, t)) -> (B, V).
+
+    From <bos>, append each sentence's argmax; a sentence that has written <eos> gets
+    pad_id from then on; stop when all are done or after max_len tokens. Returns (B, T_out)
+    without <bos>. greedy_decode scores the whole prefix again at each step;
+    course.efficient.cached_greedy_decode scores only the newest token, from a cache.
+    """
+    tokens = torch.full((B, 1), bos_id, dtype=torch.long, device=device)  # (B, 1): <bos>
+    done = torch.zeros(B, dtype=torch.bool, device=device)  # (B,): wrote <eos> already
     for _ in range(max_len):
-        logits = model.decode(tokens, memory, src_mask)  # (B, t, V)
-        next_token = logits[:, -1].argmax(dim=-1)  # (B, t, V) -> (B,): the last position's pick
-        next_token = next_token.masked_fill(done, model.pad_id)  # (B,): padding once done
+        next_token = next_logits(tokens).argmax(dim=-1)  # (B, V) -> (B,): the likeliest
+        next_token = next_token.masked_fill(done, pad_id)  # (B,): padding once done
         tokens = torch.cat([tokens, next_token[:, None]], dim=1)  # (B, t) -> (B, t + 1)
         done = done | (next_token == eos_id)  # (B,)
         if bool(done.all()):

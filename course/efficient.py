@@ -31,7 +31,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from course.attention import scaled_dot_product_attention
-from course.decoding import _check_args, greedy_decode
+from course.decoding import _check_args, greedy_decode, greedy_loop
 from course.masking import padding_mask
 from course.multihead import _check_divisible, merge_heads, split_heads
 from course.positional import apply_rotary
@@ -269,17 +269,11 @@ def cached_greedy_decode(
     src_mask = padding_mask(src, model.pad_id)  # (B, 1, 1, T_src)
     memory = model.encode(src, src_mask)  # (B, T_src, d_model): the encoder runs once
     cache = KVCache.start(model, memory, src_mask)
-    tokens = torch.full((B, 1), bos_id, dtype=torch.long, device=src.device)  # (B, 1): <bos>
-    done = torch.zeros(B, dtype=torch.bool, device=src.device)  # (B,): wrote <eos> already
-    for _ in range(max_len):
-        logits = decode_step(model, tokens[:, -1], cache)  # (B,) -> (B, V): one position
-        next_token = logits.argmax(dim=-1)  # (B, V) -> (B,)
-        next_token = next_token.masked_fill(done, model.pad_id)  # (B,): padding once done
-        tokens = torch.cat([tokens, next_token[:, None]], dim=1)  # (B, t) -> (B, t + 1)
-        done = done | (next_token == eos_id)  # (B,)
-        if bool(done.all()):
-            break
-    return tokens[:, 1:]  # (B, 1 + T_out) -> (B, T_out): without <bos>
+
+    def newest_position_logits(tokens: torch.Tensor) -> torch.Tensor:  # (B, t) -> (B, V)
+        return decode_step(model, tokens[:, -1], cache)  # only the newest token is fed
+
+    return greedy_loop(newest_position_logits, B, max_len, bos_id, eos_id, model.pad_id, src.device)
 
 
 def _median_seconds(run: Callable[[], object], repeats: int) -> float:

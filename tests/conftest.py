@@ -1,6 +1,7 @@
 """Fixtures the test files share."""
 
 import pytest
+import torch
 
 
 @pytest.fixture
@@ -19,3 +20,12 @@ def verdict(capsys):
         return passed, printed
 
     return run
+
+
+@pytest.fixture
+def one_thread():
+    """torch on one thread for the test (tiny models: two threads only wait for each other)."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)

@@ -22,14 +22,8 @@ from course.decoding import beam_search, greedy_decode, length_penalty, sequence
 from course.train import build_model, build_optimizer, training_batches
 from course.transformer import Transformer
 
-
-@pytest.fixture(autouse=True)
-def one_thread():
-    """Tiny models are all overhead: one thread is faster, and deaf to a loaded machine."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+# Tiny models are all overhead: one thread is faster, and deaf to a loaded machine.
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 class Scripted(nn.Module):

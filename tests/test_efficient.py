@@ -25,14 +25,8 @@ from course.multihead import MultiHeadAttention
 from course.positional import apply_rotary
 from course.transformer import Transformer
 
-
-@pytest.fixture(autouse=True)
-def one_thread():
-    """Tiny tensors: one thread is faster than two on a busy machine."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+# Tiny models are all overhead: one thread is faster, and deaf to a loaded machine.
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 # ------------------------------------------------------------- kv_cache_attention --

@@ -38,13 +38,8 @@ TINY = ["--set", "d_model=16", "--set", "n_heads=2", "--set", "n_layers=1", "--s
         "--device", "cpu"]  # fmt: skip
 
 
-@pytest.fixture(autouse=True)
-def one_thread():
-    """Tiny models are all overhead: one thread is faster, and deaf to a loaded machine."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+# Tiny models are all overhead: one thread is faster, and deaf to a loaded machine.
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 def _run(capsys, *argv: str) -> tuple[int, dict | None, str, str]:
