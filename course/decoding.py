@@ -33,12 +33,7 @@ import numbers
 import torch
 
 from course.masking import padding_mask
-
-
-def _describe(x: object) -> str:
-    if isinstance(x, torch.Tensor):
-        return f"a {x.dtype} tensor of shape {tuple(x.shape)}"
-    return f"{type(x).__name__} {x!r}"
+from course.utils import describe, is_token_ids
 
 
 def _check_args(model, src, max_len, bos_id, eos_id) -> None:
@@ -48,15 +43,9 @@ def _check_args(model, src, max_len, bos_id, eos_id) -> None:
                 f"model must have encode, decode and pad_id (a course.transformer.Transformer), "
                 f"got {type(model).__name__} without {name}"
             )
-    if (
-        not isinstance(src, torch.Tensor)
-        or src.dim() != 2
-        or src.dtype.is_floating_point
-        or src.dtype.is_complex
-        or src.dtype == torch.bool
-    ):
+    if not is_token_ids(src):
         raise ValueError(
-            f"src must be a (B, T_src) integer tensor of token ids, got {_describe(src)}"
+            f"src must be a (B, T_src) integer tensor of token ids, got {describe(src)}"
         )
     if isinstance(max_len, bool) or not isinstance(max_len, numbers.Integral) or max_len < 1:
         raise ValueError(f"max_len must be a positive int (tokens to generate), got {max_len!r}")
@@ -139,7 +128,7 @@ def sequence_scores(
     if not isinstance(out, torch.Tensor) or out.dim() != 2 or out.shape[0] != src.shape[0]:
         raise ValueError(
             f"out must be the (B={src.shape[0]}, T_out) token ids decoded from src, "
-            f"got {_describe(out)}"
+            f"got {describe(out)}"
         )
     out = out.long()
     B = out.shape[0]

@@ -35,6 +35,7 @@ from course.decoding import _check_args, greedy_decode, greedy_loop
 from course.masking import padding_mask
 from course.multihead import _check_divisible, merge_heads, split_heads
 from course.positional import apply_rotary
+from course.utils import describe
 
 __all__ = [
     "kv_cache_attention",
@@ -50,12 +51,6 @@ __all__ = [
 ]
 
 
-def _describe(x: object) -> str:
-    if isinstance(x, torch.Tensor):
-        return f"a {x.dtype} tensor of shape {tuple(x.shape)}"
-    return f"{type(x).__name__} {x!r}"
-
-
 # ------------------------------------------------------------------ 1. KV cache --------
 
 
@@ -63,7 +58,7 @@ def _check_step(q_new, k_new, v_new, k_cache, v_cache) -> None:
     """Raise a ValueError naming what kv_cache_attention expects and what came."""
     for name, x in (("q_new", q_new), ("k_new", k_new), ("v_new", v_new)):
         if not isinstance(x, torch.Tensor) or x.dim() != 4 or x.shape[2] != 1:
-            raise ValueError(f"{name} must be (B, h, 1, d_k), one new position, got {_describe(x)}")
+            raise ValueError(f"{name} must be (B, h, 1, d_k), one new position, got {describe(x)}")
     if q_new.shape[:2] != k_new.shape[:2] or k_new.shape != v_new.shape[:3] + k_new.shape[3:]:
         raise ValueError(
             f"q_new, k_new, v_new must share (B, h, 1): got {tuple(q_new.shape)}, "
@@ -72,7 +67,7 @@ def _check_step(q_new, k_new, v_new, k_cache, v_cache) -> None:
     if (k_cache is None) != (v_cache is None):
         raise ValueError(
             "k_cache and v_cache are both None (the first step) or both tensors, got "
-            f"k_cache {_describe(k_cache)} and v_cache {_describe(v_cache)}"
+            f"k_cache {describe(k_cache)} and v_cache {describe(v_cache)}"
         )
     if k_cache is None:
         return
@@ -83,7 +78,7 @@ def _check_step(q_new, k_new, v_new, k_cache, v_cache) -> None:
             or (cache.shape[:2] != new.shape[:2] or cache.shape[3] != new.shape[3])
         ):
             want = (*new.shape[:2], "t", new.shape[3])
-            raise ValueError(f"{name} must be {want} like the new position, got {_describe(cache)}")
+            raise ValueError(f"{name} must be {want} like the new position, got {describe(cache)}")
     if k_cache.shape[2] != v_cache.shape[2]:
         raise ValueError(
             f"k_cache and v_cache must hold the same t positions, got {tuple(k_cache.shape)} and "
@@ -434,9 +429,7 @@ class LinformerSelfAttention(nn.Module):
 
     def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
         if not isinstance(x, torch.Tensor) or x.dim() != 3 or x.shape[-1] != self.d_model:
-            raise ValueError(
-                f"x must have shape (B, T, d_model={self.d_model}), got {_describe(x)}"
-            )
+            raise ValueError(f"x must have shape (B, T, d_model={self.d_model}), got {describe(x)}")
         B, T, _ = x.shape
         if T > self.seq_len:
             raise ValueError(f"x has T={T} positions, more than seq_len={self.seq_len}")
@@ -447,7 +440,7 @@ class LinformerSelfAttention(nn.Module):
             if mask.dtype != torch.bool or mask.shape != (B, 1, 1, T):
                 raise ValueError(
                     f"mask must be a bool padding mask (B, 1, 1, T) = {(B, 1, 1, T)}, "
-                    f"got {_describe(mask)}"
+                    f"got {describe(mask)}"
                 )
             is_real = mask[:, :, 0, :, None]  # (B, 1, 1, T) -> (B, 1, T, 1)
             k, v = k * is_real, v * is_real  # padded rows zeroed, (B, h, T, d_k)
@@ -462,13 +455,13 @@ class LinformerSelfAttention(nn.Module):
 
 def _check_T(T: object, name: str = "T") -> int:
     if isinstance(T, bool) or not isinstance(T, numbers.Integral) or T < 1:
-        raise ValueError(f"{name} must be a positive int, got {_describe(T)}")
+        raise ValueError(f"{name} must be a positive int, got {describe(T)}")
     return int(T)
 
 
 def _check_count(value: object, name: str) -> int:
     if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 0:
-        raise ValueError(f"{name} must be an int >= 0, got {_describe(value)}")
+        raise ValueError(f"{name} must be an int >= 0, got {describe(value)}")
     return int(value)
 
 
@@ -505,7 +498,7 @@ def bigbird_mask(
     if n_global > T:
         raise ValueError(f"n_global must be at most T={T}, got {n_global}")
     if generator is not None and not isinstance(generator, torch.Generator):
-        raise ValueError(f"generator must be a torch.Generator or None, got {_describe(generator)}")
+        raise ValueError(f"generator must be a torch.Generator or None, got {describe(generator)}")
     mask = sliding_window_mask(T, window)  # (T, T)
     mask[:n_global, :] = True  # global queries see every key
     mask[:, :n_global] = True  # every query sees the global keys

@@ -33,13 +33,9 @@ from __future__ import annotations
 
 import torch
 
+from course.utils import describe
+
 _INTEGER_DTYPES = (torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64)
-
-
-def _describe(x: object) -> str:
-    if isinstance(x, torch.Tensor):
-        return f"a {x.dtype} tensor of shape {tuple(x.shape)}"
-    return f"{type(x).__name__} {x!r}"
 
 
 def causal_mask(T: int, device: torch.device | str | None = None) -> torch.Tensor:
@@ -49,7 +45,7 @@ def causal_mask(T: int, device: torch.device | str | None = None) -> torch.Tenso
     future. Broadcasts against scores (B, h, T, T) as it is.
     """
     if isinstance(T, bool) or not isinstance(T, int) or T < 1:
-        raise ValueError(f"causal_mask expects a positive int length T, got {_describe(T)}")
+        raise ValueError(f"causal_mask expects a positive int length T, got {describe(T)}")
     positions = torch.arange(T, device=device)  # (T,)
     return positions[None, :] <= positions[:, None]  # key s <= query t: (1, T) vs (T, 1) -> (T, T)
 
@@ -61,10 +57,10 @@ def _check_tokens(tokens: object, pad_id: object, name: str = "tokens") -> None:
         or tokens.dtype not in _INTEGER_DTYPES
     ):
         raise ValueError(
-            f"{name} must be a 2-D integer tensor (B, T) of token ids, got {_describe(tokens)}"
+            f"{name} must be a 2-D integer tensor (B, T) of token ids, got {describe(tokens)}"
         )
     if isinstance(pad_id, bool) or not isinstance(pad_id, int):
-        raise ValueError(f"pad_id must be an int token id, got {_describe(pad_id)}")
+        raise ValueError(f"pad_id must be an int token id, got {describe(pad_id)}")
 
 
 def padding_mask(tokens: torch.Tensor, pad_id: int) -> torch.Tensor:
@@ -92,7 +88,7 @@ def decoder_mask(tokens: torch.Tensor, pad_id: int) -> torch.Tensor:
 
 def _check_bool(mask: object, name: str) -> None:
     if not isinstance(mask, torch.Tensor) or mask.dtype != torch.bool:
-        raise ValueError(f"{name} must be a bool tensor, got {_describe(mask)}")
+        raise ValueError(f"{name} must be a bool tensor, got {describe(mask)}")
 
 
 def to_torch_attn_mask(mask: torch.Tensor, n_heads: int | None = None) -> torch.Tensor:
@@ -106,9 +102,9 @@ def to_torch_attn_mask(mask: torch.Tensor, n_heads: int | None = None) -> torch.
     if mask.dim() == 2:
         return ~mask  # (T_q, T_k): the same shape, read the other way round
     if mask.dim() != 4:
-        raise ValueError(f"mask must be (T_q, T_k) or (B, h, T_q, T_k), got {_describe(mask)}")
+        raise ValueError(f"mask must be (T_q, T_k) or (B, h, T_q, T_k), got {describe(mask)}")
     if isinstance(n_heads, bool) or not isinstance(n_heads, int) or n_heads < 1:
-        raise ValueError(f"a 4-D mask needs n_heads, a positive int; got {_describe(n_heads)}")
+        raise ValueError(f"a 4-D mask needs n_heads, a positive int; got {describe(n_heads)}")
     B, h, T_q, T_k = mask.shape
     if h not in (1, n_heads):
         raise ValueError(f"the mask has {h} heads on dim 1, expected 1 or n_heads={n_heads}")
@@ -123,7 +119,7 @@ def to_torch_key_padding_mask(mask: torch.Tensor) -> torch.Tensor:
     """
     _check_bool(mask, "mask")
     if mask.dim() != 4 or mask.shape[1] != 1 or mask.shape[2] != 1:
-        raise ValueError(f"mask must be a padding mask (B, 1, 1, T_k), got {_describe(mask)}")
+        raise ValueError(f"mask must be a padding mask (B, 1, 1, T_k), got {describe(mask)}")
     return ~mask[:, 0, 0, :]  # (B, 1, 1, T_k) -> (B, T_k)
 
 
@@ -144,5 +140,5 @@ def from_torch_key_padding_mask(key_padding_mask: torch.Tensor) -> torch.Tensor:
     """
     _check_bool(key_padding_mask, "key_padding_mask")
     if key_padding_mask.dim() != 2:
-        raise ValueError(f"key_padding_mask must be (B, T_k), got {_describe(key_padding_mask)}")
+        raise ValueError(f"key_padding_mask must be (B, T_k), got {describe(key_padding_mask)}")
     return ~key_padding_mask[:, None, None, :]  # (B, T_k) -> (B, 1, 1, T_k)

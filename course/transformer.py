@@ -57,6 +57,7 @@ from course.layers import (
 )
 from course.masking import decoder_mask, padding_mask
 from course.positional import PositionalEncoding, TokenEmbedding
+from course.utils import describe, is_token_ids
 
 # The paper's two configurations (Table 3): N layers, d_model, d_ff, h heads, P_drop.
 # Both translate with a shared source-target vocabulary of about 37000 BPE tokens (§5.1)
@@ -69,12 +70,6 @@ PAPER_VOCAB = 37000
 # rotary positions (RoFormer) in every self-attention, with the base of lesson 05.
 POSITIONS = ("sinusoidal", "rotary")
 ROTARY_BASE = 10000.0
-
-
-def _describe(x: object) -> str:
-    if isinstance(x, torch.Tensor):
-        return f"a {x.dtype} tensor of shape {tuple(x.shape)}"
-    return f"{type(x).__name__} {x!r}"
 
 
 def _positive_int(name: str, value: object) -> int:
@@ -164,15 +159,9 @@ class Transformer(nn.Module):
         return self.src_embed.d_model
 
     def _check_tokens(self, tokens: object, name: str, vocab: int) -> None:
-        if (
-            not isinstance(tokens, torch.Tensor)
-            or tokens.dim() != 2
-            or tokens.dtype.is_floating_point
-            or tokens.dtype.is_complex
-            or tokens.dtype == torch.bool
-        ):
+        if not is_token_ids(tokens):
             raise ValueError(
-                f"{name} must be a (B, T) integer tensor of token ids, got {_describe(tokens)}"
+                f"{name} must be a (B, T) integer tensor of token ids, got {describe(tokens)}"
             )
         if tokens.shape[0] == 0 or tokens.shape[1] == 0:
             raise ValueError(f"{name} is empty: shape {tuple(tokens.shape)}")
@@ -218,7 +207,7 @@ class Transformer(nn.Module):
         ):
             raise ValueError(
                 f"memory must be the encoder's output (B, T_src, d_model={self.d_model}), "
-                f"got {_describe(memory)}"
+                f"got {describe(memory)}"
             )
         if memory.shape[0] != tgt.shape[0]:
             raise ValueError(

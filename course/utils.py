@@ -1,4 +1,5 @@
-"""Small helpers every lesson uses: seeding, choosing a device, comparing, timing."""
+"""Small helpers every lesson uses: seeding, choosing a device, comparing, timing, and
+the words of error messages."""
 
 import random
 import time
@@ -42,3 +43,19 @@ def best_seconds(fn: Callable, *args, repeats: int = 5) -> float:
         fn(*args)
         times.append(time.perf_counter() - start)
     return min(times)
+
+
+def describe(x: object) -> str:
+    """What came, for an error message: a tensor's dtype and shape, else its type and value."""
+    if isinstance(x, torch.Tensor):
+        return f"a {x.dtype} tensor of shape {tuple(x.shape)}"
+    return f"{type(x).__name__} {x!r}"
+
+
+def is_token_ids(x: object) -> bool:
+    """Whether x is a (B, T) tensor of integer token ids (not float, complex or bool)."""
+    return (
+        isinstance(x, torch.Tensor)
+        and x.dim() == 2
+        and not (x.dtype.is_floating_point or x.dtype.is_complex or x.dtype == torch.bool)
+    )

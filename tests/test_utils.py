@@ -4,7 +4,7 @@ import pytest
 import torch
 
 from course import utils
-from course.utils import device, gap, seed_everything
+from course.utils import describe, device, gap, is_token_ids, seed_everything
 
 
 def test_seed_everything_repeats_the_same_numbers():
@@ -35,3 +35,17 @@ def test_best_seconds_calls_once_to_warm_up_then_repeats_and_keeps_the_fastest()
 def test_best_seconds_needs_a_repeat():
     with pytest.raises(ValueError, match="repeats must be at least 1, got 0"):
         utils.best_seconds(print, repeats=0)
+
+
+def test_describe_says_what_came():
+    assert describe(torch.zeros(2, 3, dtype=torch.int32)) == "a torch.int32 tensor of shape (2, 3)"
+    assert describe([1, 2]) == "list [1, 2]"
+
+
+def test_token_ids_are_2d_integer_tensors():
+    assert is_token_ids(torch.zeros(2, 3, dtype=torch.long))
+    assert is_token_ids(torch.zeros(2, 3, dtype=torch.uint8))
+    for not_ids in (torch.zeros(2, 3), torch.zeros(2, 3, dtype=torch.bool),
+                    torch.zeros(2, 3, dtype=torch.complex64), torch.zeros(3, dtype=torch.long),
+                    [[1, 2]]):  # fmt: skip
+        assert not is_token_ids(not_ids)
