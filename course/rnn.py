@@ -92,7 +92,12 @@ def to_torch_rnn(W_xh: torch.Tensor, W_hh: torch.Tensor, b: torch.Tensor) -> nn.
     (d_h, d_h), and two biases that are simply added: we put b in bias_ih_l0 and 0 in
     bias_hh_l0.
     """
-    if W_xh.dim() != 2 or tuple(W_hh.shape) != (W_xh.shape[1],) * 2 or b.shape != W_xh.shape[1:]:
+    if (
+        not all(isinstance(t, torch.Tensor) for t in (W_xh, W_hh, b))
+        or W_xh.dim() != 2
+        or tuple(W_hh.shape) != (W_xh.shape[1],) * 2
+        or b.shape != W_xh.shape[1:]
+    ):
         raise ValueError(
             "expected W_xh (d_in, d_h), W_hh (d_h, d_h), b (d_h,); got "
             f"W_xh {_shape(W_xh)}, W_hh {_shape(W_hh)}, b {_shape(b)}"

@@ -146,6 +146,13 @@ def test_to_torch_rnn_names_mismatched_weights():
     assert _message(lambda: to_torch_rnn(W_xh, W_hh[:3], b)) == expected.format(
         "(3, 4)", "(3, 4)", "(4,)"
     )
+    # plain lists (a learner's nested-list weights) are named, not an AttributeError
+    assert _message(lambda: to_torch_rnn(W_xh.tolist(), W_hh, b)) == expected.format(
+        "list", "(4, 4)", "(4,)"
+    )
+    assert _message(lambda: to_torch_rnn(W_xh, W_hh, b.tolist())) == expected.format(
+        "(3, 4)", "(4, 4)", "list"
+    )
 
 
 def test_to_torch_rnn_keeps_the_weights_dtype():
