@@ -13,7 +13,7 @@ PROGRESS_ARGS ?=
 ROOT_ARG := $(if $(filter 0,$(shell id -u 2>/dev/null)),--allow-root)
 
 .DEFAULT_GOAL := help
-.PHONY: help install lab test test-fast notebooks lint train progress mutation clean clean-venv
+.PHONY: help install lab test test-fast notebooks lint train bench progress mutation clean clean-venv
 
 help: ## List every target with one line each
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  make %-11s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -64,6 +64,9 @@ lint: $(STAMP) ## ruff on the package, tests, lesson sources and notebooks
 
 train: $(STAMP) ## Train the Transformer on lesson 09's task, print its held-out scores (~1 min on 2 cores)
 	$(BIN)/python -m course.train --task toy-translation
+
+bench: $(STAMP) ## Time our Transformer against torch's, side by side, and print the ratios (minutes)
+	$(BIN)/python -m course.bench
 
 progress: $(STAMP) ## Run your notebooks (copies, headless) and list every exercise's verdict
 	$(BIN)/python -m course.progress $(PROGRESS_ARGS)

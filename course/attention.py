@@ -63,6 +63,23 @@ def masked_softmax(scores: torch.Tensor, mask: torch.Tensor | None = None) -> to
     return weights.masked_fill(~mask.any(dim=-1, keepdim=True), 0.0)  # ... zeroed here
 
 
+def check_mask(mask: object, scores_shape: tuple[int, ...], axes: str = "(..., T_q, T_k)") -> None:
+    """Raise unless mask is None or a bool tensor (True = may attend) that broadcasts to
+    the scores' shape; `axes` names that shape's axes in the message."""
+    if mask is None:
+        return
+    if not isinstance(mask, torch.Tensor) or mask.dtype != torch.bool:
+        got = mask.dtype if isinstance(mask, torch.Tensor) else type(mask).__name__
+        raise ValueError(f"mask must be a bool tensor (True = may attend), got {got}")
+    try:
+        torch.broadcast_shapes(mask.shape, scores_shape)
+    except RuntimeError:
+        raise ValueError(
+            f"mask of shape {tuple(mask.shape)} does not broadcast to the scores' shape "
+            f"{axes} = {tuple(scores_shape)}"
+        ) from None
+
+
 def scaled_dot_product_attention(
     q: torch.Tensor,
     k: torch.Tensor,
@@ -80,17 +97,7 @@ def scaled_dot_product_attention(
     """
     _check_qkv(q, k, v)
     T_q, T_k = q.shape[-2], k.shape[-2]
-    if mask is not None:
-        if not isinstance(mask, torch.Tensor) or mask.dtype != torch.bool:
-            got = mask.dtype if isinstance(mask, torch.Tensor) else type(mask).__name__
-            raise ValueError(f"mask must be a bool tensor (True = may attend), got {got}")
-        try:
-            torch.broadcast_shapes(mask.shape, (*q.shape[:-2], T_q, T_k))
-        except RuntimeError:
-            raise ValueError(
-                f"mask of shape {tuple(mask.shape)} does not broadcast to the scores' shape "
-                f"(..., T_q, T_k) = {(*q.shape[:-2], T_q, T_k)}"
-            ) from None
+    check_mask(mask, (*q.shape[:-2], T_q, T_k))
     if not 0.0 <= dropout_p < 1.0:
         raise ValueError(f"dropout_p must be in [0, 1), got {dropout_p}")
 

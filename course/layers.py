@@ -95,6 +95,7 @@ class EncoderLayer(nn.Module):
     (§5.4): dropout1, dropout2; the attention weights and the FFN's hidden layer get the
     same rate, as in torch. rotary_base (default None) gives the self-attention rotary
     positions (MultiHeadAttention's rotary_base), for a model that adds no position table.
+    fused=True runs the attention on PyTorch's fused kernel (MultiHeadAttention's fused).
     """
 
     def __init__(
@@ -106,11 +107,14 @@ class EncoderLayer(nn.Module):
         norm_first: bool = False,
         *,
         rotary_base: float | None = None,
+        fused: bool = False,
     ):
         super().__init__()
         _check_rate(dropout)
         self.norm_first = norm_first
-        self.self_attn = MultiHeadAttention(d_model, n_heads, dropout, rotary_base=rotary_base)
+        self.self_attn = MultiHeadAttention(
+            d_model, n_heads, dropout, rotary_base=rotary_base, fused=fused
+        )
         self.ff = FeedForward(d_model, d_ff, dropout)
         self.norm1 = LayerNorm(d_model)
         self.norm2 = LayerNorm(d_model)
@@ -159,8 +163,8 @@ def _check_torch_layer(theirs: object, kind: type[nn.Module]) -> None:
     """Raise unless `theirs` is a `kind` (torch's encoder or decoder layer) ours can copy."""
     if not isinstance(theirs, kind):
         raise ValueError(f"expected a torch.nn.{kind.__name__}, got {type(theirs).__name__}")
-    # the encoder layer notes F.relu and nn.ReLU() as activation_relu_or_gelu == 1
-    relu = getattr(theirs, "activation_relu_or_gelu", None) == 1 or theirs.activation is F.relu
+    # the activation: "relu" or F.relu (stored as F.relu) or an nn.ReLU() module
+    relu = theirs.activation is F.relu or isinstance(theirs.activation, nn.ReLU)
     if not theirs.self_attn.batch_first or not relu:
         raise ValueError("only batch_first=True layers with the ReLU activation are supported")
     if theirs.norm1.bias is None or theirs.linear1.bias is None:
@@ -221,7 +225,8 @@ class DecoderLayer(nn.Module):
     course.masking.decoder_mask), memory_mask to (B, h, T_tgt, T_src) (the source's
     padding: course.masking.padding_mask(src, pad_id)). Names, dropout places and defaults
     follow torch.nn.TransformerDecoderLayer, so that `from_torch` can load its weights.
-    rotary_base (default None) gives the self-attention rotary positions, as in EncoderLayer.
+    rotary_base (default None) gives the self-attention rotary positions, as in EncoderLayer;
+    fused=True runs both attentions on PyTorch's fused kernel (MultiHeadAttention's fused).
     """
 
     def __init__(
@@ -233,15 +238,18 @@ class DecoderLayer(nn.Module):
         norm_first: bool = False,
         *,
         rotary_base: float | None = None,
+        fused: bool = False,
     ):
         super().__init__()
         _check_rate(dropout)
         self.norm_first = norm_first
         # masked, on the decoder; rotary positions (if any) go here only
-        self.self_attn = MultiHeadAttention(d_model, n_heads, dropout, rotary_base=rotary_base)
+        self.self_attn = MultiHeadAttention(
+            d_model, n_heads, dropout, rotary_base=rotary_base, fused=fused
+        )
         # decoder -> memory, never rotated: a target position m and a source position n lie
         # on two different axes, so the offset m - n that rotation encodes means nothing
-        self.cross_attn = MultiHeadAttention(d_model, n_heads, dropout)
+        self.cross_attn = MultiHeadAttention(d_model, n_heads, dropout, fused=fused)
         self.ff = FeedForward(d_model, d_ff, dropout)
         self.norm1 = LayerNorm(d_model)
         self.norm2 = LayerNorm(d_model)

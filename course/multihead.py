@@ -11,6 +11,10 @@ The h projections W_Q^1 ... W_Q^h are stored side by side as one (d_model, d_mod
 nn.Linear, so all heads are projected in one matmul; `split_heads` then cuts the
 result's feature axis into h slices and moves the head axis in front of time, so the
 attention of lesson 03 runs on all heads at once as a batch. `merge_heads` undoes it.
+
+fused=True (lesson 10, `make bench`) computes the same heads with PyTorch's fused kernel,
+torch.nn.functional.scaled_dot_product_attention, which never stores the (T_q, T_k)
+weights: faster, but there are then no weights to keep in `.attn`.
 """
 
 from __future__ import annotations
@@ -18,9 +22,10 @@ from __future__ import annotations
 import numbers
 
 import torch
+import torch.nn.functional as F
 from torch import nn
 
-from course.attention import scaled_dot_product_attention
+from course.attention import check_mask, scaled_dot_product_attention
 from course.positional import apply_rotary
 
 
@@ -80,6 +85,14 @@ class MultiHeadAttention(nn.Module):
     0, 1, ... (`apply_rotary` with that base), so every score q_m . k_n depends on the
     offset m - n and not on m and n themselves. Only for self-attention, where the queries
     and the keys are positions of one sequence; d_k must be even (features rotate in pairs).
+
+    fused=False (the default) runs lesson 03's scaled_dot_product_attention, which builds
+    the (T_q, T_k) weights and keeps them in `.attn`. fused=True runs PyTorch's
+    F.scaled_dot_product_attention on the same q, k, v instead: the same output (to
+    rounding) and gradients, its boolean mask meaning True = may attend too, fully masked
+    rows giving a zero output as ours (PyTorch does so since 2.5), dropout on the weights
+    at the same rate in training mode only. A fused kernel never materialises the weights,
+    so `.attn` stays None: plotting or reading the weights needs fused=False.
     """
 
     def __init__(
@@ -90,9 +103,12 @@ class MultiHeadAttention(nn.Module):
         bias: bool = True,
         *,
         rotary_base: float | None = None,
+        fused: bool = False,
     ):
         super().__init__()
         _check_divisible(d_model, n_heads)
+        if not isinstance(fused, bool):
+            raise ValueError(f"fused must be True or False, got {fused!r}")
         if not 0.0 <= dropout < 1.0:
             raise ValueError(f"dropout must be in [0, 1), got {dropout}")
         self.d_model, self.n_heads, self.d_k = d_model, n_heads, d_model // n_heads
@@ -106,13 +122,13 @@ class MultiHeadAttention(nn.Module):
                 "rotary_base needs an even head size d_k and a base greater than 1 (e.g. "
                 f"10000.0), got d_k={self.d_k}, rotary_base={rotary_base!r}"
             )
-        self.dropout, self.rotary_base = dropout, rotary_base
+        self.dropout, self.rotary_base, self.fused = dropout, rotary_base, fused
         # Each is the h per-head projections (d_model -> d_k) stacked into one matrix.
         self.w_q = nn.Linear(d_model, d_model, bias=bias)
         self.w_k = nn.Linear(d_model, d_model, bias=bias)
         self.w_v = nn.Linear(d_model, d_model, bias=bias)
         self.w_o = nn.Linear(d_model, d_model, bias=bias)  # mixes the concatenated heads
-        self.attn: torch.Tensor | None = None
+        self.attn: torch.Tensor | None = None  # the last weights; None when fused
 
     def forward(
         self,
@@ -139,9 +155,15 @@ class MultiHeadAttention(nn.Module):
             q = apply_rotary(q, self.rotary_base)  # (B, h, T_q, d_k), same shape
             k = apply_rotary(k, self.rotary_base)  # (B, h, T_k, d_k), same shape
         dropout_p = self.dropout if self.training else 0.0
-        heads, weights = scaled_dot_product_attention(q, k, v, mask, dropout_p=dropout_p)
-        # heads (B, h, T_q, d_k), weights (B, h, T_q, T_k): every head attends on its own
-        self.attn = weights.detach()
+        if self.fused:  # PyTorch's kernel: the same heads, the (T_q, T_k) weights never stored
+            # F's kernel would read a float mask as numbers to add: check it is ours
+            check_mask(mask, (*q.shape[:-1], k.shape[-2]), "(B, h, T_q, T_k)")
+            heads = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout_p)
+            self.attn = None  # heads (B, h, T_q, d_k), and no weights to keep
+        else:
+            heads, weights = scaled_dot_product_attention(q, k, v, mask, dropout_p=dropout_p)
+            # heads (B, h, T_q, d_k), weights (B, h, T_q, T_k): every head attends on its own
+            self.attn = weights.detach()
         return self.w_o(merge_heads(heads))  # (B, h, T_q, d_k) -> (B, T_q, d_model)
 
     @classmethod

@@ -25,6 +25,10 @@ queries and keys by their positions instead (lesson 05's apply_rotary, base 1000
 its scores see only how far apart two words are, not where they stand. Cross-attention
 is never rotated (course.layers.DecoderLayer says why).
 
+fused=True (keyword only; lesson 10, `make bench`) runs every attention, encoder and
+decoder, on PyTorch's fused kernel F.scaled_dot_product_attention: the same function, faster,
+and no layer keeps its attention weights (`.attn` is None; course.multihead says why).
+
 tie_embeddings=True (one vocabulary for both languages, src_vocab == tgt_vocab) shares one
 matrix between src_embed, tgt_embed and out, as the paper does (§3.4): one Parameter.
 
@@ -104,6 +108,8 @@ class Transformer(nn.Module):
         pad_id: int = 0,
         tie_embeddings: bool = False,
         positions: str = "sinusoidal",
+        *,
+        fused: bool = False,
     ):
         super().__init__()
         if positions not in POSITIONS:
@@ -137,12 +143,16 @@ class Transformer(nn.Module):
         else:  # rotary: no table on the embeddings (they keep their dropout); the
             self.pos = nn.Dropout(dropout)  # self-attentions rotate q and k instead
             rotary_base = ROTARY_BASE
+        if not isinstance(fused, bool):
+            raise ValueError(f"fused must be True or False, got {fused!r}")
+        self.fused = fused
         layer_args = (d_model, n_heads, d_ff, dropout, norm_first)
+        layer_kwargs = dict(rotary_base=rotary_base, fused=fused)
         self.encoder_layers = nn.ModuleList(
-            [EncoderLayer(*layer_args, rotary_base=rotary_base) for _ in range(n_layers)]
+            [EncoderLayer(*layer_args, **layer_kwargs) for _ in range(n_layers)]
         )
         self.decoder_layers = nn.ModuleList(
-            [DecoderLayer(*layer_args, rotary_base=rotary_base) for _ in range(n_layers)]
+            [DecoderLayer(*layer_args, **layer_kwargs) for _ in range(n_layers)]
         )
         self.encoder_norm = LayerNorm(d_model) if norm_first else None
         self.decoder_norm = LayerNorm(d_model) if norm_first else None
@@ -248,7 +258,7 @@ class Transformer(nn.Module):
         return (
             f"src_vocab={self.src_vocab}, tgt_vocab={self.tgt_vocab}, pad_id={self.pad_id}, "
             f"norm_first={self.norm_first}, tie_embeddings={self.tie_embeddings}, "
-            f"positions={self.positions!r}"
+            f"positions={self.positions!r}" + (", fused=True" if self.fused else "")
         )
 
     @classmethod
