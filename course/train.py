@@ -41,6 +41,15 @@ The last line on stdout is one JSON object: task, exact_match, bleu, train_secon
 params, steps, device, and more. Progress bars go to stderr. `--resume` continues from
 the checkpoint in --out and ends exactly where an uninterrupted run with the same seed
 ends (same data order, same dropout masks, same parameters) on a CPU.
+
+The same command runs in N processes under torchrun (section "More than one process",
+`Processes`), on CPUs or one GPU per process:
+
+    torchrun --standalone --nproc_per_node 2 -m course.train --task reverse --device cpu
+
+Every process builds the same batches and trains on its own slice of each one, with
+DistributedDataParallel; the update is the one a single process makes from the whole
+batch. Only rank 0 prints, saves and evaluates.
 """
 
 from __future__ import annotations
@@ -58,7 +67,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import torch
+from torch import distributed as dist
 from torch import nn
+from torch.nn.parallel import DistributedDataParallel
 from tqdm import tqdm
 
 from course.data import BOS_ID, EOS_ID, PAD_ID, TASKS, load_task, make_batches
@@ -218,6 +229,7 @@ def train_steps(
     on_step: Callable[[TrainingLog], None] | None = None,
     desc: str = "train",
     progress_every: float = 0.1,
+    progress: bool = True,
     clock: Callable[[], float] = time.perf_counter,
 ) -> TrainingLog:
     """The training loop: teacher-forced steps from `start_step` until `steps`, or until
@@ -229,8 +241,8 @@ def train_steps(
     gradients' norm to `clip_norm` (0: no clipping), steps the optimizer and the
     scheduler (if any). After each step on_step(log) may evaluate or save: the model is
     put back in train mode before the next step, and on_step's time is not counted.
-    A progress bar goes to stderr, redrawn at most every `progress_every` seconds (a
-    notebook keeps every redraw: give it a few seconds there).
+    A progress bar goes to stderr (unless `progress` is False), redrawn at most every
+    `progress_every` seconds (a notebook keeps every redraw: give it a few seconds there).
 
     `clock` times the steps: wall-clock time by default. time.process_time counts only the
     CPU time this process used, which on one thread and a quiet machine is the same, and on
@@ -242,8 +254,13 @@ def train_steps(
         raise ValueError(f"time_budget must be a positive number of seconds, got {time_budget!r}")
     log = TrainingLog(step=start_step)
     total = steps if time_budget is None else None  # a budget in seconds: no known end
-    progress = tqdm(
-        total=total, initial=start_step, desc=desc, file=sys.stderr, mininterval=progress_every
+    bar = tqdm(
+        total=total,
+        initial=start_step,
+        desc=desc,
+        file=sys.stderr,
+        mininterval=progress_every,
+        disable=not progress,
     )
     while log.step < steps and (time_budget is None or log.seconds < time_budget):
         started = clock()
@@ -261,12 +278,12 @@ def train_steps(
         log.losses.append(loss.item())
         log.step += 1
         log.seconds += clock() - started
-        progress.update(1)
+        bar.update(1)
         lr = optimizer.param_groups[0]["lr"]  # the rate of the next step
-        progress.set_postfix(loss=f"{log.losses[-1]:.3f}", lr=f"{lr:.2e}", refresh=False)
+        bar.set_postfix(loss=f"{log.losses[-1]:.3f}", lr=f"{lr:.2e}", refresh=False)
         if on_step is not None:
             on_step(log)
-    progress.close()
+    bar.close()
     return log
 
 
@@ -418,6 +435,154 @@ def _set_rng_state(state: dict, device: torch.device) -> None:
         torch.cuda.set_rng_state(state["cuda"], device)
 
 
+# ------------------------------------------------------------ More than one process --
+#
+# torchrun starts N copies of this program and tells each its place in the environment:
+# RANK (0..N-1), LOCAL_RANK (its index on this machine: which GPU it takes),
+# LOCAL_WORLD_SIZE (how many run on this machine) and WORLD_SIZE (N). Without torchrun
+# there is one process, and `Processes()` changes nothing.
+#
+# The plan, for N > 1:
+# - every process builds the same global batches (the same seed, the same shuffles) and
+#   keeps its own slice of the rows (`shard`): batch_size sentences in all, not per process;
+# - the model is wrapped in DistributedDataParallel (`wrap`), which averages the
+#   gradients over the processes during backward, so every process takes the same step;
+# - the loss is normalised by the GLOBAL number of target tokens (`GlobalTokenMean`), so
+#   that this average is exactly the gradient of one process's loss on the whole batch;
+# - rank 0 alone prints, writes files and evaluates; the others wait for it at the end.
+
+
+class GlobalTokenMean(nn.Module):
+    """Label-smoothed cross-entropy averaged over every target token of the global batch,
+    for one process among `world_size` under DistributedDataParallel.
+
+    One process computes sum(loss over the batch's tokens) / n_tokens. A rank that averaged
+    over its own tokens would weigh its tokens by 1 / n_rank, and ranks hold different
+    numbers of tokens (padding). So each rank sums its own tokens' losses and divides by
+    the global count (one all_reduce); it multiplies by world_size because DDP divides
+    the summed gradients by world_size. The value returned (and logged) is the global
+    mean, the same number on every rank; its gradient is this rank's share.
+    """
+
+    def __init__(self, criterion: nn.CrossEntropyLoss, world_size: int):
+        super().__init__()
+        self.summed = nn.CrossEntropyLoss(
+            label_smoothing=criterion.label_smoothing,
+            ignore_index=criterion.ignore_index,
+            reduction="sum",
+        )
+        self.world_size = world_size
+
+    def forward(self, logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+        rank_sum = self.summed(logits, targets)  # () this rank's tokens, summed
+        rank_count = (targets != self.summed.ignore_index).sum()  # () its real tokens
+        totals = torch.stack([rank_sum.detach(), rank_count.to(rank_sum.dtype)])  # (2,)
+        dist.all_reduce(totals)  # (2,) summed over the ranks: the global batch's
+        global_sum, global_count = totals
+        loss = rank_sum * self.world_size / global_count  # DDP's average then is the right one
+        return loss + (global_sum / global_count - loss).detach()  # value: the global mean
+
+
+@dataclass(frozen=True)
+class Processes:
+    """This process's place among those torchrun started; the defaults: a single process,
+    for which every method below changes nothing."""
+
+    rank: int = 0
+    local_rank: int = 0
+    world_size: int = 1
+    local_world_size: int = 1
+
+    @classmethod
+    def from_environment(cls) -> Processes:
+        env = os.environ
+        if "WORLD_SIZE" not in env:
+            return cls()
+        world_size = int(env["WORLD_SIZE"])
+        return cls(
+            rank=int(env["RANK"]),
+            local_rank=int(env.get("LOCAL_RANK", env["RANK"])),
+            world_size=world_size,
+            local_world_size=int(env.get("LOCAL_WORLD_SIZE", world_size)),
+        )
+
+    @property
+    def main(self) -> bool:
+        """Rank 0: the process that prints, saves and evaluates."""
+        return self.rank == 0
+
+    @contextlib.contextmanager
+    def group(self, device: torch.device):
+        """The process group (gloo on CPUs, NCCL on GPUs) for the duration of the block,
+        destroyed at its end, also on error. At a normal end the other ranks first wait
+        at a barrier for rank 0 to finish evaluating and writing."""
+        if self.world_size == 1:
+            yield
+            return
+        if device.type == "cuda":
+            torch.cuda.set_device(device)
+            dist.init_process_group("nccl", device_id=device)
+        else:
+            dist.init_process_group("gloo")
+        try:
+            yield
+            dist.barrier()
+        finally:
+            dist.destroy_process_group()
+
+    def shard(self, batch: tuple) -> tuple:
+        """This rank's rows of a global batch (src, tgt_in, tgt_out), each (B, T).
+
+        torch.tensor_split cuts B rows into world_size contiguous slices; when world_size
+        does not divide B, the first B % world_size ranks get one row more. The padding is
+        the global batch's, so each row is computed as in one process. A rank left with no
+        row (an epoch's short last batch, fewer rows than ranks) takes the last row with
+        every target set to padding: it runs the model (DDP needs every rank's backward)
+        and adds nothing to the loss or to the gradients.
+        """
+        if self.world_size == 1:
+            return batch
+        src, tgt_in, tgt_out = (t.tensor_split(self.world_size)[self.rank] for t in batch)
+        if len(src) == 0:
+            src, tgt_in = batch[0][-1:], batch[1][-1:]  # (1, T_src), (1, T_tgt)
+            tgt_out = torch.full_like(batch[2][-1:], PAD_ID)  # (1, T_tgt): all ignored
+        return src, tgt_in, tgt_out
+
+    def wrap(self, model: nn.Module, criterion: nn.CrossEntropyLoss, device: torch.device):
+        """(model, criterion) to train with: DDP and the global token mean for N > 1."""
+        if self.world_size == 1:
+            return model, criterion
+        ids = [device.index] if device.type == "cuda" else None
+        return DistributedDataParallel(model, device_ids=ids), GlobalTokenMean(
+            criterion, self.world_size
+        )
+
+    def seed_own_stream(self, seed: int, step: int = 0) -> None:
+        """Ranks 1.. draw their dropout masks from a stream of their own, a function of
+        (seed, rank, step); rank 0 keeps the stream a single process would use."""
+        if self.rank > 0:
+            torch.manual_seed(((seed * 1_000_003 + self.rank) * 1_000_003 + step) % 2**63)
+
+    def rng_states(self, device: torch.device) -> dict:
+        """The random state to checkpoint: "rng" (rank 0's), and with N > 1 "rng_ranks",
+        every rank's (a collective: every rank must call it)."""
+        state = _rng_state(device)
+        if self.world_size == 1:
+            return {"rng": state}
+        states = [None] * self.world_size
+        dist.all_gather_object(states, state)
+        return {"rng": states[0], "rng_ranks": states}
+
+    def restore_rng(self, checkpoint: dict, device: torch.device, seed: int) -> None:
+        """Each rank takes back its own random state; a rank the checkpoint has none for
+        (it was saved by fewer processes) starts its own stream at the checkpoint's step."""
+        states = checkpoint.get("rng_ranks", [checkpoint["rng"]])
+        if self.rank < len(states):
+            _set_rng_state(states[self.rank], device)
+        else:
+            self.seed_own_stream(seed, checkpoint["step"])
+
+
 def _parse_override(text: str, config: dict) -> tuple[str, object]:
     key, sep, value = text.partition("=")
     if not sep or key not in config:
@@ -437,15 +602,29 @@ def _parse_override(text: str, config: dict) -> tuple[str, object]:
         ) from None
 
 
-def _resolve_device(name: str) -> torch.device:
+def _resolve_device(name: str, processes: Processes) -> torch.device:
+    """The device --device names; with N processes on GPUs, each its own: cuda:LOCAL_RANK."""
     if name == "auto":
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+        name = "cuda" if torch.cuda.is_available() else "cpu"
     try:
         device = torch.device(name)
     except RuntimeError:
         raise UsageError(f"--device: unknown device {name!r} (try auto, cpu, cuda)") from None
     if device.type == "cuda" and not torch.cuda.is_available():
         raise UsageError(f"--device {name}: no CUDA GPU is available here (use auto or cpu)")
+    if device.type == "cuda" and processes.world_size > 1:
+        if device.index is not None:
+            raise UsageError(
+                f"--device {name}: with {processes.world_size} processes each takes its own "
+                "GPU, cuda:LOCAL_RANK; pass --device cuda (or auto)"
+            )
+        if processes.local_world_size > torch.cuda.device_count():  # every rank sees it
+            raise UsageError(
+                f"{processes.local_world_size} processes on this machine and "
+                f"{torch.cuda.device_count()} GPUs: each process needs a GPU of its own; "
+                "start at most one per GPU (--nproc_per_node), or use --device cpu"
+            )
+        device = torch.device("cuda", processes.local_rank)
     return device
 
 
@@ -520,8 +699,12 @@ def _load_for_resume(path: Path, task_name: str, seed: int, config: dict, device
     return checkpoint
 
 
-def run(args: argparse.Namespace) -> dict:
-    """Train and evaluate as `args` asks; returns the metrics. Raises UsageError."""
+def run(args: argparse.Namespace) -> dict | None:
+    """Train and evaluate as `args` asks; returns the metrics. Raises UsageError.
+
+    Under torchrun each process calls it: rank 0 returns the metrics, the others None.
+    """
+    processes = Processes.from_environment()
     config = dict(CONFIGS[args.task])
     for text in args.set:
         key, value = _parse_override(text, config)
@@ -531,16 +714,34 @@ def run(args: argparse.Namespace) -> dict:
     for key in ("steps", "batch_size", "warmup", "checkpoint_every", "eval_batch_size"):
         if config[key] < 1:
             raise UsageError(f"{key} must be at least 1, got {config[key]}")
-    device = _resolve_device(args.device)
+    if config["batch_size"] < processes.world_size:
+        raise UsageError(
+            f"batch_size is the global batch, split across the {processes.world_size} "
+            f"processes: it must be at least {processes.world_size}, got {config['batch_size']}"
+        )
+    device = _resolve_device(args.device, processes)
+    with processes.group(device):
+        return _train_and_evaluate(args, config, device, processes)
+
+
+def _train_and_evaluate(
+    args: argparse.Namespace, config: dict, device: torch.device, processes: Processes
+) -> dict | None:
+    """run()'s work once the configuration and the device are settled (inside the group)."""
     out = args.out if args.out is not None else Path("runs") / args.task
     checkpoint_path = out / CHECKPOINT
     checkpoint = None
-    if args.resume:  # checked before anything is written
+    if args.resume:  # checked before anything is written; every rank reads it
         checkpoint = _load_for_resume(checkpoint_path, args.task, args.seed, config, device)
 
     seed_everything(args.seed)
     task = load_task(args.task, seed=args.seed)
-    model = build_model(task, config).to(device)
+    try:
+        model = build_model(task, config)
+    except ValueError as error:  # a setting the model refuses, e.g. --set positions=foo
+        raise UsageError(f"the configuration cannot build a model: {error}") from None
+    model = model.to(device)
+    processes.seed_own_stream(args.seed)  # after the init, which is the same on every rank
     optimizer, scheduler = build_optimizer(model, config)
     criterion = nn.CrossEntropyLoss(label_smoothing=config["label_smoothing"], ignore_index=PAD_ID)
     step, epoch, position, losses, train_seconds = 0, 0, 0, [], 0.0
@@ -550,12 +751,19 @@ def run(args: argparse.Namespace) -> dict:
         scheduler.load_state_dict(checkpoint["scheduler"])
         step, epoch, position = checkpoint["step"], checkpoint["epoch"], checkpoint["position"]
         losses, train_seconds = list(checkpoint["losses"]), checkpoint["train_seconds"]
-        _set_rng_state(checkpoint["rng"], device)  # after the model's init drew from it
-        print(f"resuming {checkpoint_path} at step {step}", file=sys.stderr)
-    out.mkdir(parents=True, exist_ok=True)
-    _write_json(out / "config.json", {"task": args.task, "seed": args.seed, **config})
+        processes.restore_rng(checkpoint, device, args.seed)  # after the model's init drew
+        if processes.main:
+            print(f"resuming {checkpoint_path} at step {step}", file=sys.stderr)
+    # DDP and the global token mean with N processes; with one, model and criterion as they are
+    trained, criterion = processes.wrap(model, criterion, device)
+    if processes.main:
+        out.mkdir(parents=True, exist_ok=True)
+        _write_json(out / "config.json", {"task": args.task, "seed": args.seed, **config})
 
     def save() -> None:
+        rng = processes.rng_states(device)  # every rank's (with N processes, a collective)
+        if not processes.main:
+            return
         save_checkpoint(
             checkpoint_path,
             {
@@ -568,7 +776,7 @@ def run(args: argparse.Namespace) -> dict:
                 "model": model.state_dict(),
                 "optimizer": optimizer.state_dict(),
                 "scheduler": scheduler.state_dict(),
-                "rng": _rng_state(device),
+                **rng,
                 "losses": losses,
                 "train_seconds": train_seconds,
             },
@@ -580,7 +788,7 @@ def run(args: argparse.Namespace) -> dict:
         for cursor["epoch"], cursor["position"], batch in training_batches(
             task, config["batch_size"], args.seed, epoch, position
         ):
-            yield batch
+            yield processes.shard(batch)  # the whole batch, or this rank's rows of it
 
     earlier_losses, earlier_seconds = losses, train_seconds
 
@@ -592,7 +800,7 @@ def run(args: argparse.Namespace) -> dict:
             save()  # not timed: saving is not training
 
     train_steps(
-        model,
+        trained,
         batches(),
         optimizer,
         criterion,
@@ -603,7 +811,10 @@ def run(args: argparse.Namespace) -> dict:
         start_step=step,
         on_step=after_step,
         desc=f"train {args.task}",
+        progress=processes.main,
     )
+    if not processes.main:
+        return None  # rank 0 evaluates and writes; this rank waits for it (Processes.group)
     if checkpoint is not None and checkpoint["step"] == step:
         print(f"{checkpoint_path} is at step {step} already: evaluating", file=sys.stderr)
 
@@ -624,6 +835,7 @@ def run(args: argparse.Namespace) -> dict:
         "decoding": "greedy",
         "bleu_tokenize": "none",
         "threads": torch.get_num_threads(),
+        "processes": processes.world_size,
         "examples": results["examples"],
     }
     _write_json(out / "metrics.json", metrics)
@@ -637,8 +849,11 @@ def main(argv: list[str] | None = None) -> int:
     try:
         metrics = run(args)
     except UsageError as error:
-        print(f"python -m course.train: error: {error}", file=sys.stderr)
+        if Processes.from_environment().main:  # every rank stops; one says why
+            print(f"python -m course.train: error: {error}", file=sys.stderr)
         return 2
+    if metrics is None:  # a rank other than 0 under torchrun: rank 0 prints
+        return 0
     print(
         f"{metrics['task']}: exact match {100 * metrics['exact_match']:.1f}%, "
         f"BLEU {metrics['bleu']:.2f} on {metrics['n_test']} held-out sentences; "

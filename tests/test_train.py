@@ -290,6 +290,13 @@ def test_an_unknown_task_lists_the_known_ones(capsys):
         (["--set", "dropout=lots"], "--set dropout= expects a number (default 0.1)"),
         (["--steps", "0"], "steps must be at least 1, got 0"),
         (["--device", "tpu9"], "--device: unknown device 'tpu9'"),
+        (
+            ["--set", "positions=foo"],  # a traceback, before: the model's ValueError
+            "the configuration cannot build a model: positions must be one of 'sinusoidal', "
+            "'rotary', got 'foo'",
+        ),
+        (["--set", "d_model=30"], "d_model must be divisible by n_heads: d_model=30, n_heads=4"),
+        (["--set", "dropout=1.5"], "dropout must be in [0, 1), got 1.5"),
     ],
 )
 def test_bad_settings_exit_2_with_a_message(capsys, tmp_path, argv, message):
