@@ -14,6 +14,9 @@ lesson's tools, one idea per section:
 3. Cheaper attention: `LinformerSelfAttention` (project keys and values along the
    sequence to k rows, Wang et al. 2020); `sliding_window_mask` and `bigbird_mask`
    (sparse patterns, Zaheer et al. 2020), boolean with True = may attend.
+4. Plugging a variant into course.transformer.Transformer without changing it:
+   `sparse_encoder` (PatternAttention) and `linformer_encoder` (SelfAttentionCall) replace
+   the encoder layers' self-attention (`replace_encoder_attention`).
 """
 
 from __future__ import annotations
@@ -48,6 +51,11 @@ __all__ = [
     "LinformerSelfAttention",
     "sliding_window_mask",
     "bigbird_mask",
+    "PatternAttention",
+    "SelfAttentionCall",
+    "replace_encoder_attention",
+    "sparse_encoder",
+    "linformer_encoder",
 ]
 
 
@@ -511,3 +519,145 @@ def bigbird_mask(
         random.scatter_(1, key, value >= 0)  # only keys that were hidden
         mask = mask | random  # (T, T)
     return mask
+
+
+# ------------------------------------------- 4. plugging a variant into the model -----
+
+
+def _check_pattern(pattern: object) -> torch.Tensor:
+    if (
+        not isinstance(pattern, torch.Tensor)
+        or pattern.dtype != torch.bool
+        or pattern.dim() != 2
+        or pattern.shape[0] != pattern.shape[1]
+        or pattern.shape[0] == 0
+    ):
+        raise ValueError(
+            "pattern must be a square bool (T, T) mask, True = may attend (e.g. "
+            f"sliding_window_mask(T, window)), got {describe(pattern)}"
+        )
+    return pattern
+
+
+class PatternAttention(nn.Module):
+    """A self-attention that may only use the scores a fixed sparse pattern allows.
+
+    PatternAttention(attention, pattern) wraps a course.multihead.MultiHeadAttention
+    (kept as `.attention`, its weights and `.attn` unchanged) and a bool (T_max, T_max)
+    pattern, True = may attend (sliding_window_mask, bigbird_mask). forward(query, key,
+    value, mask=None) is MultiHeadAttention's call, as EncoderLayer makes it: for T
+    positions the pattern's top-left (T, T) corner is combined with `mask` (a padding mask
+    (B, 1, 1, T), say) by "and", and the wrapped attention runs with it.
+
+    This computes every score and then hides the ones outside the pattern: the same
+    result as a sparse kernel, not its saving (a real sparse kernel computes only the
+    pattern's scores, O(T * keys per query) of them).
+    """
+
+    def __init__(self, attention: nn.Module, pattern: torch.Tensor):
+        super().__init__()
+        self.attention = attention
+        self.register_buffer("pattern", _check_pattern(pattern).clone(), persistent=False)
+
+    @property
+    def attn(self) -> torch.Tensor | None:
+        """The wrapped attention's last weights (B, h, T, T), zero outside the pattern."""
+        return self.attention.attn
+
+    def forward(
+        self,
+        query: torch.Tensor,
+        key: torch.Tensor,
+        value: torch.Tensor,
+        mask: torch.Tensor | None = None,
+    ) -> torch.Tensor:
+        T_q, T_k = query.shape[-2], key.shape[-2]
+        if max(T_q, T_k) > self.pattern.shape[0]:
+            raise ValueError(
+                f"the pattern covers {self.pattern.shape[0]} positions, the input has "
+                f"T_q={T_q}, T_k={T_k}: build the pattern for the longest sequence"
+            )
+        pattern = self.pattern[:T_q, :T_k]  # (T_q, T_k)
+        if mask is not None:  # e.g. (B, 1, 1, T_k) & (T_q, T_k) -> (B, 1, T_q, T_k)
+            pattern = mask & pattern
+        return self.attention(query, key, value, pattern)  # (B, T_q, d_model)
+
+    def extra_repr(self) -> str:
+        allowed = self.pattern.float().mean().item()
+        return f"pattern={tuple(self.pattern.shape)}, {allowed:.0%} of the scores allowed"
+
+
+class SelfAttentionCall(nn.Module):
+    """Gives a self-attention module with forward(x, mask=None), such as
+    LinformerSelfAttention, the call EncoderLayer makes: forward(query, key, value,
+    mask=None), where query, key and value are the same x. The wrapped module is
+    `.attention`; `.attn` is its last weights."""
+
+    def __init__(self, attention: nn.Module):
+        super().__init__()
+        self.attention = attention
+
+    @property
+    def attn(self) -> torch.Tensor | None:
+        return getattr(self.attention, "attn", None)
+
+    def forward(
+        self,
+        query: torch.Tensor,
+        key: torch.Tensor,
+        value: torch.Tensor,
+        mask: torch.Tensor | None = None,
+    ) -> torch.Tensor:
+        if key is not query or value is not query:
+            raise ValueError(
+                f"{type(self.attention).__name__} is self-attention: query, key and value must "
+                "be the same tensor x (as EncoderLayer passes them), got different tensors"
+            )
+        return self.attention(query, mask)  # (B, T, d_model)
+
+
+def replace_encoder_attention(model, build: Callable[[nn.Module], nn.Module]):
+    """Replace each encoder layer's self-attention by build(that layer's self_attn); returns
+    the model (changed in place). The decoder is left alone: its self-attention is causal
+    and its cross-attention reads the whole source, as before.
+
+    Works on a course.transformer.Transformer (its `encoder_layers`), without changing
+    course.layers or course.transformer: EncoderLayer calls self.self_attn(x, x, x, mask)
+    with the source's padding mask (B, 1, 1, T_src), whatever module self_attn is.
+    """
+    layers = getattr(model, "encoder_layers", None)
+    if layers is None or not all(hasattr(layer, "self_attn") for layer in layers):
+        raise ValueError(
+            "replace_encoder_attention needs a course.transformer.Transformer (encoder_layers, "
+            f"each with a self_attn), got {type(model).__name__}"
+        )
+    for layer in layers:
+        layer.self_attn = build(layer.self_attn)
+    return model
+
+
+def sparse_encoder(model, pattern: torch.Tensor):
+    """The model's encoder self-attentions restricted to `pattern` (bool (T, T), True = may
+    attend, covering the longest source): each becomes PatternAttention(its own
+    MultiHeadAttention, pattern), the same weights. Returns the model, changed in place."""
+    pattern = _check_pattern(pattern)
+    return replace_encoder_attention(model, lambda attention: PatternAttention(attention, pattern))
+
+
+def linformer_encoder(model, k: int, seq_len: int | None = None):
+    """The model's encoder self-attentions replaced by fresh LinformerSelfAttention modules
+    (keys and values projected along the sequence to k rows; d_model, heads and dropout
+    taken from the attention each replaces; seq_len defaults to the model's max_len), each
+    in a SelfAttentionCall. Their weights are new (the projections Xavier-initialised, as
+    the Transformer's): train the model after. Returns the model, changed in place."""
+    seq_len = model.max_len if seq_len is None else seq_len
+
+    def build(attention: nn.Module) -> nn.Module:
+        linformer = LinformerSelfAttention(
+            attention.d_model, attention.n_heads, seq_len, k, attention.dropout
+        )
+        for projection in (linformer.w_q, linformer.w_k, linformer.w_v, linformer.w_o):
+            nn.init.xavier_uniform_(projection.weight)  # as the Transformer's own matrices
+        return SelfAttentionCall(linformer)
+
+    return replace_encoder_attention(model, build)

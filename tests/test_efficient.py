@@ -11,13 +11,18 @@ from course.decoding import greedy_decode
 from course.efficient import (
     KVCache,
     LinformerSelfAttention,
+    PatternAttention,
+    SelfAttentionCall,
     attention_cost,
     bigbird_mask,
     cached_greedy_decode,
     decode_step,
     kv_cache_attention,
+    linformer_encoder,
+    replace_encoder_attention,
     sdpa,
     sliding_window_mask,
+    sparse_encoder,
     speedup,
 )
 from course.masking import causal_mask, padding_mask
@@ -297,3 +302,93 @@ def test_sdpa_takes_our_sparse_masks():
     assert torch.equal(weights[..., ~mask], torch.zeros_like(weights[..., ~mask]))
     assert torch.allclose(F.scaled_dot_product_attention(q, k, v, attn_mask=mask), want, atol=1e-6)
     assert math.isclose(float(weights.sum()), 20.0, rel_tol=1e-5)
+
+
+# ------------------------------------------------- plugging a variant into the model --
+
+
+def _translation_model(seed=0, dropout=0.0):
+    torch.manual_seed(seed)
+    return Transformer(11, 13, d_model=16, n_heads=2, n_layers=2, d_ff=32, dropout=dropout,
+                       max_len=12)  # fmt: skip
+
+
+def test_pattern_attention_equals_the_attention_given_pattern_and_mask():
+    torch.manual_seed(8)
+    attention = MultiHeadAttention(12, 3).double()
+    pattern = bigbird_mask(9, 1, 1, 2, torch.Generator().manual_seed(0))
+    wrapped = PatternAttention(attention, pattern)
+    x = torch.randn(2, 7, 12, dtype=torch.float64)
+    padding = torch.ones(2, 1, 1, 7, dtype=torch.bool)
+    padding[1, ..., 5:] = False
+    want = attention(x, x, x, padding & pattern[:7, :7])
+    assert torch.equal(wrapped(x, x, x, padding), want)
+    assert torch.equal(wrapped.attn, attention.attn)
+    assert (wrapped.attn[..., ~pattern[:7, :7]] == 0).all()
+    assert torch.equal(wrapped(x, x, x), attention(x, x, x, pattern[:7, :7]))  # no mask
+    full = PatternAttention(attention, torch.ones(9, 9, dtype=torch.bool))
+    assert torch.equal(full(x, x, x, padding), attention(x, x, x, padding))
+    assert "pattern=(9, 9)" in repr(wrapped)
+
+
+def test_sparse_encoder_changes_only_the_encoder_and_keeps_the_weights():
+    model = _translation_model()
+    src = torch.tensor([[3, 4, 5, 6, 7, 2], [5, 6, 2, 0, 0, 0]])  # (2, 6), padded
+    tgt = torch.tensor([[1, 4, 5, 6], [1, 7, 8, 0]])  # (2, 4)
+    state = {name: p.clone() for name, p in model.state_dict().items()}
+    want_all = model(src, tgt)
+    assert sparse_encoder(model, torch.ones(12, 12, dtype=torch.bool)) is model
+    assert all(isinstance(layer.self_attn, PatternAttention) for layer in model.encoder_layers)
+    assert all(isinstance(layer.self_attn, MultiHeadAttention) for layer in model.decoder_layers)
+    renamed = {name.replace("self_attn.attention.", "self_attn."): p
+               for name, p in model.state_dict().items()}  # fmt: skip
+    assert renamed.keys() == state.keys()
+    assert all(torch.equal(renamed[name], p) for name, p in state.items())
+    assert torch.equal(model(src, tgt), want_all)  # an all-True pattern changes nothing
+
+    window = _translation_model()
+    sparse_encoder(window, sliding_window_mask(12, 1))
+    plain = _translation_model()
+    mask = padding_mask(src, 0) & sliding_window_mask(6, 1)  # (2, 1, 6, 6)
+    memory = plain.pos(plain.src_embed(src))  # (2, 6, 16)
+    for layer in plain.encoder_layers:
+        memory = layer(memory, mask)  # (2, 6, 16)
+    assert torch.allclose(window.encode(src), memory, atol=1e-6)
+    with pytest.raises(ValueError, match="covers 4 positions"):
+        sparse_encoder(_translation_model(), sliding_window_mask(4, 1)).encode(src)
+
+
+def test_linformer_encoder_trains_and_refuses_cross_attention():
+    model = linformer_encoder(_translation_model(dropout=0.1), k=3)
+    attentions = [layer.self_attn for layer in model.encoder_layers]
+    assert all(isinstance(a, SelfAttentionCall) for a in attentions)
+    assert all(isinstance(a.attention, LinformerSelfAttention) for a in attentions)
+    first = attentions[0].attention
+    assert (first.seq_len, first.k, first.n_heads, first.dropout) == (12, 3, 2, 0.1)
+    src = torch.tensor([[3, 4, 5, 6, 7, 2], [5, 6, 2, 0, 0, 0]])
+    tgt = torch.tensor([[1, 4, 5, 6], [1, 7, 8, 0]])
+    model(src, tgt).sum().backward()
+    for a in attentions:
+        assert a.attention.E.grad is not None and a.attention.E.grad.abs().sum() > 0
+    assert attentions[0].attn.shape == (2, 2, 6, 3)  # (B, h, T, k)
+    model.eval()
+    changed = src.clone()
+    changed[1, 3:] = 9  # what stands in the padding must not matter...
+    same = model.encode(changed, padding_mask(src, 0))
+    assert torch.allclose(model.encode(src)[1, :3], same[1, :3], atol=1e-5)
+    x = torch.randn(1, 4, 16)
+    with pytest.raises(ValueError, match="same tensor"):
+        attentions[0](x, torch.randn(1, 4, 16), x)
+
+
+def test_plugging_helpers_name_bad_input():
+    attention = MultiHeadAttention(8, 2)
+    for bad in (torch.ones(3, 3), torch.ones(3, 4, dtype=torch.bool), "window", None):
+        with pytest.raises(ValueError, match="square bool"):
+            PatternAttention(attention, bad)
+    with pytest.raises(ValueError, match="square bool"):
+        sparse_encoder(_translation_model(), torch.ones(2, 2, 2, dtype=torch.bool))
+    with pytest.raises(ValueError, match="encoder_layers"):
+        replace_encoder_attention(attention, lambda a: a)
+    with pytest.raises(ValueError, match="k must be"):
+        linformer_encoder(_translation_model(), k=0)
