@@ -160,9 +160,10 @@ def beam_search(
     Each sentence keeps K = beam_size hypotheses. At every step each live hypothesis is
     extended by every token, and of those K * V candidates the K with the highest
     log-probability are kept. A kept candidate ending in <eos> leaves the beam, finished,
-    scored log P / lp(|Y|); a sentence is done when K hypotheses have finished or none is
-    live, and every one stops after max_len tokens (live ones are then finished as they
-    are). The answer is the best-scoring finished hypothesis. With K = 1 this is greedy.
+    scored log P / lp(|Y|); a sentence is done when no live hypothesis can still beat its
+    best finished one, and every one stops after max_len tokens (live ones are then
+    finished as they are). The answer is the best-scoring finished hypothesis. With K = 1
+    this is greedy.
 
     All sentences search at once: the decoder's batch holds B * K rows, sentence b's
     beam in rows b*K .. b*K + K-1. An empty slot (a beam not yet full at the start, a
@@ -184,7 +185,6 @@ def beam_search(
     best_score = torch.full((B,), -math.inf, device=device)  # (B,): best finished so far
     best = torch.full((B, max_len), model.pad_id, dtype=torch.long, device=device)
     best_length = torch.zeros(B, dtype=torch.long, device=device)  # (B,)
-    n_finished = torch.zeros(B, dtype=torch.long, device=device)  # (B,)
     done = torch.zeros(B, dtype=torch.bool, device=device)  # (B,)
     rows = torch.arange(B, device=device)  # (B,)
     for t in range(1, max_len + 1):
@@ -207,9 +207,11 @@ def beam_search(
         best[better, :t] = hypotheses[rows, j, 1:][better]  # (B, t) without <bos>
         best[better, t:] = model.pad_id
         best_length = torch.where(better, t, best_length)  # (B,)
-        n_finished += ended.sum(dim=-1)  # (B,)
         live_log_prob = torch.where(kept & ~ended, top_log_prob, -math.inf)  # (B, K)
-        done |= (n_finished >= K) | (live_log_prob == -math.inf).all(dim=-1)  # (B,)
+        # a live log P only falls as it grows, and lp is largest at max_len: no live
+        # hypothesis can end above its log P / lp(max_len). Stop when none can beat the best.
+        ceiling = live_log_prob.max(dim=-1).values / length_penalty(max_len, alpha)  # (B,)
+        done |= best_score >= ceiling  # (B,): also when none is live (ceiling -inf)
         if bool(done.all()):
             break
     return best[:, : int(best_length.max())]  # (B, max_len) -> (B, T_out)

@@ -559,8 +559,9 @@ print(f"beam's output scores higher than greedy's on {(beam_minus_greedy > 1e-6)
 # search, at four times the decoder's work, changes almost nothing. It can even end with an
 # output the model scores *lower* than greedy's: the search is approximate. It drops a
 # prefix as soon as four others have a higher log-probability, although that prefix may
-# have led to the best sentence, and it stops as soon as four hypotheses have ended,
-# although a longer one, with the length penalty, might have scored higher. On real
+# have led to the best sentence. Its stopping rule is not what loses it: a sentence's search
+# ends only when no live hypothesis can beat the best finished one (a log-probability only
+# falls as the sentence grows, and the penalty is largest at `max_len`). On real
 # translation, where many words are close calls, the paper gained about 1 BLEU from it. The
 # claims, checked:
 
