@@ -73,6 +73,21 @@ COMMITTED_NOTEBOOK_TESTS = [
     "test_learner_notebook_runs_unfinished_and_says_so",
     "test_cli_check_reports_current_notebooks",
 ]
+# course.progress's tests that grade notebooks in real kernels (one class folder, about a
+# minute; the kernels' lines are not seen): tests/test_progress_mutation.py covers the same
+# code in-process, with a stand-in kernel.
+PROGRESS_KERNEL_TESTS = [
+    "test_a_report_exits_0_and_counts_what_passed",
+    "test_a_generated_learner_notebook_is_not_yet",
+    "test_a_solution_notebook_passes",
+    "test_a_wrong_answer_fails_with_its_diagnosis_though_the_reference_is_imported_later",
+    "test_a_syntax_error_is_reported_with_its_cell_and_the_rest_still_runs",
+    "test_a_forged_checker_cell_is_judged_by_the_real_checker",
+    "test_a_deleted_exercise_cell_is_missing",
+    "test_a_lesson_without_its_notebook_is_missing",
+    "test_learner_files_are_byte_for_byte_unchanged",
+    "test_csv_has_a_header_and_one_row_per_learner_and_exercise",
+]
 DEFAULT_TESTS = {
     "course/authoring.py": [
         "tests/test_pipeline.py",
@@ -87,6 +102,16 @@ DEFAULT_TESTS = {
         "tests/test_checkers.py",
     ],
     "course/check/_framework.py": ["tests/test_framework.py", "tests/test_checkers.py"],
+    "course/progress.py": [
+        "tests/test_progress.py",
+        "tests/test_progress_mutation.py",
+        *(f"--deselect=tests/test_progress.py::{name}" for name in PROGRESS_KERNEL_TESTS),
+    ],
+    "course/layers.py": [  # lesson 08's DecoderLayer is tested with the Transformer
+        "tests/test_layers.py",
+        "tests/test_layers_mutation.py",
+        "tests/test_transformer.py",
+    ],
 }
 CHECK_TESTS = ["tests/test_checkers.py"]  # the contract every checker in course/check obeys
 

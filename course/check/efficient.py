@@ -16,11 +16,12 @@ the decoding loop (course.efficient.decode_step adds the table's row t, not row 
 this step. With rotary positions they enter here, and the natural mistake is
 apply_rotary(q_new, base) on the one new row: it rotates by position 0 at every step.
 
-Cases: the first step (caches None); a cache of 3; a batch of one in float64 with
-non-contiguous inputs; a padding mask over the keys; rotary positions at a cache of 4
-(and at the first step); then several steps in sequence, the answer's own caches fed back,
-each output compared with row t of full causal attention. Values of the output and both
-caches, their dtype, and the gradients with respect to every input (caches included).
+Cases: the first step (caches None); a cache of 3, non-contiguous (with B = 2, where
+merging B and h with .view fails); a batch of one in float64, non-contiguous too; a
+padding mask over the keys; rotary positions at a cache of 4 (and at the first step);
+then several steps in sequence, the answer's own caches fed back, each output compared
+with row t of full causal attention. Values of the output and both caches, their dtype,
+and the gradients with respect to every input (caches included).
 
 The usual mistakes, computed from a parametrised copy of the reference (`_step`) and
 named: the cache not extended (the old cache, or None, returned); the new key appended
@@ -248,7 +249,8 @@ def _inputs(gen, B, h, t, d_k, dtype=torch.float32, *, masked=False, rotary=Fals
 
 _CASES = [
     ("the first step: k_cache and v_cache are None", dict(B=2, h=2, t=0, d_k=4)),
-    ("a cache of 3 positions, B = 2, h = 2, d_k = 4", dict(B=2, h=2, t=3, d_k=4)),
+    ("a cache of 3 positions, B = 2, h = 2, d_k = 4, non-contiguous inputs",
+     dict(B=2, h=2, t=3, d_k=4, strided=True)),  # B > 1: merging B and h with .view fails
     ("a batch of one in float64, non-contiguous inputs, a cache of 5",
      dict(B=1, h=3, t=5, d_k=2, dtype=torch.float64, strided=True)),
     ("a padding mask (B, 1, 1, t + 1) over a cache of 4", dict(B=3, h=2, t=4, d_k=4, masked=True)),
@@ -398,6 +400,7 @@ def _check_sequence(candidate, gen, rotary: bool) -> None:
 @exercise("kv_cache_attention")
 def kv_cache_attention(candidate) -> str:
     expect_signature(candidate, _NAMES[:5], _SIGNATURE)
+    expect_signature(candidate, _NAMES, _SIGNATURE)  # mask, rotary_base after the caches too
     with torch.random.fork_rng(devices=[]), _one_thread():
         torch.manual_seed(0)
         gen = generator(10)
