@@ -714,6 +714,13 @@ def run(args: argparse.Namespace) -> dict | None:
     for key in ("steps", "batch_size", "warmup", "checkpoint_every", "eval_batch_size"):
         if config[key] < 1:
             raise UsageError(f"{key} must be at least 1, got {config[key]}")
+    for key, allowed, rule in (
+        ("label_smoothing", lambda v: 0.0 <= v < 1.0, "in [0, 1)"),
+        ("lr_factor", lambda v: v > 0.0, "greater than 0"),
+        ("clip_norm", lambda v: v >= 0.0, "at least 0 (0: no clipping)"),
+    ):
+        if not allowed(config[key]):  # NaN fails every rule
+            raise UsageError(f"{key} must be {rule}, got {config[key]}")
     if config["batch_size"] < processes.world_size:
         raise UsageError(
             f"batch_size is the global batch, split across the {processes.world_size} "

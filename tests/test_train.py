@@ -297,6 +297,11 @@ def test_an_unknown_task_lists_the_known_ones(capsys):
         ),
         (["--set", "d_model=30"], "d_model must be divisible by n_heads: d_model=30, n_heads=4"),
         (["--set", "dropout=1.5"], "dropout must be in [0, 1), got 1.5"),
+        (["--set", "label_smoothing=2"], "label_smoothing must be in [0, 1), got 2.0"),
+        (["--set", "label_smoothing=-0.1"], "label_smoothing must be in [0, 1), got -0.1"),
+        (["--set", "lr_factor=0"], "lr_factor must be greater than 0, got 0.0"),
+        (["--set", "lr_factor=nan"], "lr_factor must be greater than 0, got nan"),
+        (["--set", "clip_norm=-1"], "clip_norm must be at least 0 (0: no clipping), got -1.0"),
     ],
 )
 def test_bad_settings_exit_2_with_a_message(capsys, tmp_path, argv, message):
