@@ -30,7 +30,7 @@ from course.positional import apply_rotary
 
 
 def _check_divisible(d_model: int, n_heads: int) -> None:
-    if not isinstance(n_heads, int) or n_heads < 1:
+    if isinstance(n_heads, bool) or not isinstance(n_heads, int) or n_heads < 1:
         raise ValueError(f"n_heads must be a positive int, got {n_heads!r}")
     if d_model % n_heads != 0:
         raise ValueError(
@@ -147,6 +147,11 @@ class MultiHeadAttention(nn.Module):
             raise ValueError(
                 f"key and value must have the same (B, T_k): key {tuple(key.shape)}, "
                 f"value {tuple(value.shape)}"
+            )
+        if query.shape[0] != key.shape[0]:  # else a key batch of 1 would broadcast unseen
+            raise ValueError(
+                f"query and key must have the same batch size B: query {tuple(query.shape)}, "
+                f"key {tuple(key.shape)}"
             )
         q = split_heads(self.w_q(query), self.n_heads)  # (B, T_q, d_model) -> (B, h, T_q, d_k)
         k = split_heads(self.w_k(key), self.n_heads)  # (B, T_k, d_model) -> (B, h, T_k, d_k)

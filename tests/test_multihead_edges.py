@@ -58,13 +58,14 @@ def test_dropout_zero_and_just_below_one_are_accepted():
         (-3, "n_heads must be a positive int, got -3"),
         (3.0, "n_heads must be a positive int, got 3.0"),
         ("3", "n_heads must be a positive int, got '3'"),
+        (True, "n_heads must be a positive int, got True"),
         (
             5,
             "d_model must be divisible by n_heads: d_model=12, n_heads=5 "
             "(d_model / n_heads = 2.4 is not a whole head size d_k)",
         ),
     ],
-    ids=["zero", "negative", "float", "str", "not a divisor"],
+    ids=["zero", "negative", "float", "str", "bool", "not a divisor"],
 )
 def test_a_bad_number_of_heads_is_named(n_heads, message):
     assert _message(lambda: MultiHeadAttention(D_MODEL, n_heads)) == message
@@ -87,12 +88,17 @@ def test_a_bad_number_of_heads_is_named(n_heads, message):
             torch.zeros(B + 1, T, D_MODEL),
             "key and value must have the same (B, T_k): key (2, 5, 12), value (3, 5, 12)",
         ),
+        (
+            "key and value",  # a batch of 1 would broadcast against the queries' 2
+            torch.zeros(1, T, D_MODEL),
+            "query and key must have the same batch size B: query (2, 5, 12), key (1, 5, 12)",
+        ),
     ],
-    ids=["query d_model", "key 2-d", "value list", "value T_k", "value B"],
+    ids=["query d_model", "key 2-d", "value list", "value T_k", "value B", "key and value B 1"],
 )
 def test_a_bad_input_is_named_with_what_was_expected_and_what_came(which, bad, message):
     mha = MultiHeadAttention(D_MODEL, H)
-    inputs = {"query": _x(), "key": _x(), "value": _x()} | {which: bad}
+    inputs = {"query": _x(), "key": _x(), "value": _x()} | dict.fromkeys(which.split(" and "), bad)
     assert _message(lambda: mha(**inputs)) == message
     assert mha.attn is None  # nothing was computed
 
