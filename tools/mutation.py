@@ -107,6 +107,12 @@ DEFAULT_TESTS = {
         "tests/test_progress_mutation.py",
         *(f"--deselect=tests/test_progress.py::{name}" for name in PROGRESS_KERNEL_TESTS),
     ],
+    "course/multihead.py": [  # fused=True and rotary_base are tested where they are used
+        "tests/test_multihead.py",
+        "tests/test_multihead_edges.py",
+        "tests/test_fused_attention.py",
+        "tests/test_transformer.py",
+    ],
     "course/layers.py": [  # lesson 08's DecoderLayer is tested with the Transformer
         "tests/test_layers.py",
         "tests/test_layers_mutation.py",
