@@ -173,3 +173,22 @@ def test_from_torch_copies_the_dropout_and_the_bias_setting():
     ours = MultiHeadAttention.from_torch(theirs)
     assert ours.dropout == 0.25 and ours.w_o.bias is None
     torch.testing.assert_close(ours.w_k.weight, theirs.in_proj_weight[D_MODEL : 2 * D_MODEL])
+
+
+def test_any_rotary_base_above_1_is_a_base():
+    """The rule is base > 1 (base ** (-2i / d_k) must shrink with i), not base >= 2."""
+    assert MultiHeadAttention(D_MODEL, 2, rotary_base=1.5).rotary_base == 1.5
+    with pytest.raises(ValueError, match=r"a base greater than 1 .* rotary_base=1$"):
+        MultiHeadAttention(D_MODEL, 2, rotary_base=1)
+
+
+def test_the_fused_path_names_the_scores_axes_of_a_bad_mask():
+    """With fused=True the mask goes to PyTorch's kernel, checked first against the heads'
+    scores (B, h, T_q, T_k), with those axes named."""
+    mha = MultiHeadAttention(D_MODEL, H, fused=True)
+    assert _message(
+        lambda: mha(_x(), _x(), _x(), torch.ones(B, 1, T, T + 1, dtype=torch.bool))
+    ) == (
+        "mask of shape (2, 1, 5, 6) does not broadcast to the scores' shape "
+        "(B, h, T_q, T_k) = (2, 3, 5, 5)"
+    )
