@@ -184,3 +184,37 @@ def test_a_sentence_with_no_live_hypothesis_left_is_done():
     out = beam_search(model, _scripted_src(1), 6, BOS_ID, EOS_ID, beam_size=2)
     assert out.tolist() == [[EOS_ID]]
     assert model.calls == 1
+
+
+class LateTie(nn.Module):
+    """From <bos>: <eos> and 4 equally likely (log P = -log 2 each); then 4 is certain
+    until the 7th token, where <eos> and 4 are equally likely again. With alpha = 1,
+    lp(1) = 1 and lp(7) = 2, so "<eos>" (-log 2 / 1) and "4 4 4 4 4 4 <eos>" (-2 log 2 / 2)
+    score exactly the same, six steps apart."""
+
+    pad_id = PAD_ID
+
+    def encode(self, src, src_mask=None):
+        return src.double()[..., None]
+
+    def decode(self, tgt, memory, src_mask=None):
+        B, T = tgt.shape
+        logits = torch.zeros(B, T, 6, dtype=torch.float64)
+        logits[..., 4] = 1000.0
+        logits[:, 0, EOS_ID] = 1000.0
+        if T >= 7:
+            logits[:, 6, EOS_ID] = 1000.0
+        return logits
+
+
+def test_a_later_equal_score_does_not_replace_the_earlier_finisher():
+    """The stopping rule keeps the search going after "<eos>" finishes (a live hypothesis
+    could still end higher); the longer output that only ties it must not replace it."""
+    out = beam_search(LateTie(), _scripted_src(1), 7, BOS_ID, EOS_ID, beam_size=2, alpha=1.0)
+    assert out.tolist() == [[EOS_ID]]
+    src = _scripted_src(1)
+    short, long = (
+        sequence_scores(LateTie(), src, torch.tensor(output), BOS_ID, EOS_ID, 1.0).item()
+        for output in ([[EOS_ID]], [[4] * 6 + [EOS_ID]])
+    )
+    assert short == long == pytest.approx(-math.log(2))  # the tie is exact
