@@ -75,3 +75,15 @@ def test_a_layer_checks_its_dropout_before_building_its_parts(layer):
     not an error from inside the attention it was about to build."""
     with pytest.raises(ValueError, match=r"^dropout must be in \[0, 1\), got 1.0$"):
         layer(D_MODEL, 5, D_FF, dropout=1.0)
+
+
+def test_the_layers_keep_their_attention_weights_by_default():
+    """fused defaults to False: lessons 07-09 plot `.attn` after a forward pass."""
+    x = torch.randn(2, 5, D_MODEL, generator=_gen(3))
+    memory = torch.randn(2, 3, D_MODEL, generator=_gen(4))
+    encoder, decoder = EncoderLayer(D_MODEL, H, D_FF), DecoderLayer(D_MODEL, H, D_FF)
+    encoder(x)
+    decoder(x, memory)
+    for attention in (encoder.self_attn, decoder.self_attn, decoder.cross_attn):
+        assert attention.fused is False
+        assert attention.attn is not None
