@@ -161,3 +161,24 @@ def test_the_papers_two_configurations_are_table_3s():
     """Vaswani et al. 2017, Table 3: base and big (P_drop 0.3 for English-German)."""
     assert PAPER_BASE == dict(d_model=512, n_heads=8, n_layers=6, d_ff=2048, dropout=0.1)
     assert PAPER_BIG == dict(d_model=1024, n_heads=16, n_layers=6, d_ff=4096, dropout=0.3)
+
+
+def test_fused_is_off_by_default_and_reaches_every_attention_when_on():
+    """fused=False keeps every layer's weights for lessons 08-09's plots; fused=True runs
+    all of them, encoder and decoder, on PyTorch's kernel and says so in the repr."""
+    src = torch.tensor([[3, 4, 5, PAD], [6, 7, 8, 9]])
+    tgt = torch.tensor([[1, 4, 5], [1, 6, PAD]])
+    for fused in (False, True):
+        kwargs = {"fused": True} if fused else {}
+        model = Transformer(SRC_VOCAB, TGT_VOCAB, D_MODEL, H, 2, D_FF, **kwargs).eval()
+        model(src, tgt)
+        attentions = [layer.self_attn for layer in model.encoder_layers] + [
+            a for layer in model.decoder_layers for a in (layer.self_attn, layer.cross_attn)
+        ]
+        assert model.fused is fused
+        assert all(a.fused is fused for a in attentions)
+        assert all((a.attn is None) is fused for a in attentions)
+        settings = model.extra_repr()  # the first line of repr(model)
+        assert settings.endswith("positions='sinusoidal', fused=True" if fused else "'sinusoidal'")
+    with pytest.raises(ValueError, match="^fused must be True or False, got 'yes'$"):
+        Transformer(SRC_VOCAB, TGT_VOCAB, D_MODEL, H, 2, D_FF, fused="yes")
