@@ -73,6 +73,17 @@ class SublayerHelper(Good):
         return self.sublayer(x, self.norm3, self.ff, self.dropout3)
 
 
+class KeywordsInAnyOrder(Good):
+    """Every attention argument by keyword, none in the signature's order."""
+
+    def attend_self(self, h, tgt_mask):
+        return self.dropout1(self.self_attn(mask=tgt_mask, value=h, key=h, query=h))
+
+    def attend_memory(self, h, memory, memory_mask):
+        attended = self.cross_attn(value=memory, mask=memory_mask, query=h, key=memory)
+        return self.dropout2(attended)
+
+
 class LoopOverSublayers(nn.Module):
     """The three sublayers as a list walked in a loop; torch's nn.LayerNorm; F.dropout;
     the feed-forward an nn.Sequential; the masks named src_mask-style."""
@@ -165,7 +176,14 @@ class BuiltOnTheEncoderLayer(EncoderLayer):
         return self.norm3(x + self._feed_forward(x))
 
 
-RIGHT = [Good, SublayerHelper, LoopOverSublayers, TwoBranchesOwnParts, BuiltOnTheEncoderLayer]
+RIGHT = [
+    Good,
+    SublayerHelper,
+    KeywordsInAnyOrder,
+    LoopOverSublayers,
+    TwoBranchesOwnParts,
+    BuiltOnTheEncoderLayer,
+]
 
 
 @pytest.mark.parametrize("answer", RIGHT, ids=[a.__name__ for a in RIGHT])
@@ -497,6 +515,24 @@ class MemoryDropped(Good):
         return super().attend_memory(h, self.dropout2(memory), memory_mask)
 
 
+class MemoryDroppedAsAKeyword(Good):
+    """The dropped memory passed first, by keyword: the query comes after it."""
+
+    def attend_memory(self, h, memory, memory_mask):
+        attended = self.cross_attn(
+            value=self.dropout2(memory), query=h, key=memory, mask=memory_mask
+        )
+        return self.dropout2(attended)
+
+
+class InputDroppedAsAKeyword(Good):
+    """The mask first by keyword, then x dropped as the value only."""
+
+    def attend_self(self, h, tgt_mask):
+        attended = self.self_attn(mask=tgt_mask, query=h, key=h, value=self.dropout1(h))
+        return self.dropout1(attended)
+
+
 class InputDropped(Good):
     def forward(self, x, memory, tgt_mask=None, memory_mask=None):
         return super().forward(self.dropout1(x), memory, tgt_mask, memory_mask)
@@ -579,6 +615,8 @@ WRONG = [
     (SeedsInForward, "two calls give the same output, so dropout draws the same mask"),
     (MemoryDropped, "dropout is applied to memory before the cross-attention"),
     (InputDropped, "dropout is applied to x before the masked self-attention"),
+    (MemoryDroppedAsAKeyword, "dropout is applied to memory before the cross-attention"),
+    (InputDroppedAsAKeyword, "dropout is applied to x before the masked self-attention"),
     (PreLNNormalisesItsOutput, "your pre-LN layer normalises its output"),
     (CausalAlwaysAdded, "a causal mask is applied although tgt_mask is None"),
     (DropoutAfterTheResidual, "dropout is applied after the residual addition"),

@@ -938,6 +938,9 @@ def _expect_attention_dropout(module, ref, attn_name: str, z, kv, p: float, show
             expect_dropout(weights, theirs.attn, p, f"{shown}: self.{attn_name}.attn")
 
 
+_CALL_NAMES = ("query", "key", "value", "mask")  # MultiHeadAttention's; ff(x) takes one
+
+
 def _expect_residual_dropout(layer: _Layer, candidate, gen, norm_first, p, value, *inputs):
     """On each sublayer's output, before it is added: measured exactly by replacing the
     sublayers by ones returning known tensors (`value` for the one measured) and the norms
@@ -948,10 +951,11 @@ def _expect_residual_dropout(layer: _Layer, candidate, gen, norm_first, p, value
     for i, words in enumerate(layer.parts.values()):
         module, _, _, shown = _build(layer, candidate, norm_first, p, gen)
         outs = [value if j == i else torch.zeros_like(value) for j in range(len(layer.parts))]
-        seen = {}  # what each replaced sublayer was given: (query, key, value, ...)
+        seen = {}  # what each replaced sublayer was given, by name: {"query": ..., ...}
 
         def replaced(*args, out, part, seen=seen, **kwargs):
-            seen[part] = [*args, *kwargs.values()]
+            # positional arguments named as the signature names them, then keywords in any order
+            seen[part] = dict(zip(_CALL_NAMES, args, strict=False)) | kwargs
             return out
 
         for part, out in zip(layer.parts, outs, strict=True):

@@ -495,11 +495,12 @@ def _expect_inputs_kept(seen: dict, x, memory, what: str) -> None:
     """With the norms the identity and the sublayers replaced, the self-attention must be
     given x itself and the cross-attention memory itself as keys and values: dropout on
     the layer's input or on memory is randomness in the wrong place."""
-    given = [("self_attn", seen.get("self_attn", [])[:3], x, "x before the masked self-attention"),
-             ("cross_attn", seen.get("cross_attn", [])[1:3], memory,
-              "memory before the cross-attention")]  # fmt: skip
-    for _, tensors, want, where in given:
-        for t in tensors:
+    given = [
+        ("self_attn", ("query", "key", "value"), x, "x before the masked self-attention"),
+        ("cross_attn", ("key", "value"), memory, "memory before the cross-attention"),
+    ]
+    for part, names, want, where in given:
+        for t in (seen.get(part, {}).get(name) for name in names):
             if not isinstance(t, torch.Tensor) or t.shape != want.shape or torch.equal(t, want):
                 continue
             zeros = (t == 0) & (want != 0)
