@@ -674,6 +674,33 @@ class DropoutAfterTheResidual(Good):
         return self.norm2(self.dropout2(x + self.ff(x)))
 
 
+class InputDropped(Good):
+    """Dropout on the layer's input, as if it were the embeddings' dropout."""
+
+    def forward(self, x, mask=None):
+        return super().forward(self.dropout1(x), mask)
+
+
+class KeysAndValuesDropped(Good):
+    def attend(self, x, mask):
+        dropped = self.dropout1(x)
+        return self.dropout1(self.self_attn(x, dropped, dropped, mask))
+
+
+class ValueDroppedByKeyword(Good):
+    """The dropped value passed first, by keyword."""
+
+    def attend(self, x, mask):
+        return self.dropout1(self.self_attn(value=self.dropout1(x), query=x, key=x, mask=mask))
+
+
+class FeedForwardInputDropped(Good):
+    """Dropout on what the feed-forward reads as well as on its output."""
+
+    def feed(self, x):
+        return self.dropout2(self.ff(self.dropout2(x)))
+
+
 class DropoutNotRescaled(Good):
     def attend(self, x, mask):
         out = self.self_attn(x, x, x, mask)
@@ -794,6 +821,10 @@ ENC_WRONG = [
     (NoDropoutOnTheAttentionOutput, "the attention sublayer's output is not dropped"),
     (NoDropoutOnTheFeedForwardOutput, "the feed-forward sublayer's output is not dropped"),
     (DropoutAfterTheResidual, "dropout is applied after the residual addition"),
+    (InputDropped, "dropout is applied to x before the attention. Dropout belongs on each"),
+    (KeysAndValuesDropped, "dropout is applied to x before the attention"),
+    (ValueDroppedByKeyword, "dropout is applied to x before the attention"),
+    (FeedForwardInputDropped, "dropout is applied to x before the feed-forward"),
     (DropoutNotRescaled, "the values that survive dropout are not rescaled"),
     (DropoutSameMaskEveryCall, "two calls dropped exactly the same entries"),
     (SeedsInForward, "two calls give the same output, so dropout draws the same mask"),

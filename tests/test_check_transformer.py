@@ -533,6 +533,17 @@ class InputDroppedAsAKeyword(Good):
         return self.dropout1(attended)
 
 
+class CrossQueryDropped(Good):
+    def attend_memory(self, h, memory, memory_mask):
+        attended = self.cross_attn(self.dropout2(h), memory, memory, memory_mask)
+        return self.dropout2(attended)
+
+
+class FeedForwardInputDropped(Good):
+    def feed(self, h):
+        return self.dropout3(self.ff(self.dropout3(h)))
+
+
 class InputDropped(Good):
     def forward(self, x, memory, tgt_mask=None, memory_mask=None):
         return super().forward(self.dropout1(x), memory, tgt_mask, memory_mask)
@@ -617,6 +628,8 @@ WRONG = [
     (InputDropped, "dropout is applied to x before the masked self-attention"),
     (MemoryDroppedAsAKeyword, "dropout is applied to memory before the cross-attention"),
     (InputDroppedAsAKeyword, "dropout is applied to x before the masked self-attention"),
+    (CrossQueryDropped, "dropout is applied to x before the cross-attention"),
+    (FeedForwardInputDropped, "dropout is applied to x before the feed-forward"),
     (PreLNNormalisesItsOutput, "your pre-LN layer normalises its output"),
     (CausalAlwaysAdded, "a causal mask is applied although tgt_mask is None"),
     (DropoutAfterTheResidual, "dropout is applied after the residual addition"),

@@ -680,7 +680,6 @@ class _Layer:
     mistakes: Callable  # (ref, *inputs, *masks, norm_first) -> {diagnosis: what it gives}
     variant: Callable  # (ref, *inputs, *masks, arrangement) -> the reference, so arranged
     culprit: Callable  # (module, ref, gen) -> the diagnosis of a wrong part, or None
-    inputs_kept: Callable | None = None  # (seen, *inputs, what): raise on dropped inputs
 
     @property
     def norms(self) -> tuple[str, ...]:
@@ -938,7 +937,27 @@ def _expect_attention_dropout(module, ref, attn_name: str, z, kv, p: float, show
             expect_dropout(weights, theirs.attn, p, f"{shown}: self.{attn_name}.attn")
 
 
-_CALL_NAMES = ("query", "key", "value", "mask")  # MultiHeadAttention's; ff(x) takes one
+def _expect_inputs_kept(layer: _Layer, seen: dict, measured: int, inputs, what: str):
+    """With the norms the identity and every sublayer before the measured one returning
+    zeros, those sublayers read the layer's inputs themselves (x, and memory as keys and
+    values). A tensor they were given that is an input with zeros in it, the rest scaled
+    by one constant, is that input dropped: randomness in the wrong place."""
+    for part in list(layer.parts)[: measured + 1]:
+        for given in seen.get(part, ()):
+            for name, want in zip(layer.inputs, inputs, strict=True):
+                if not isinstance(given, torch.Tensor) or given.shape != want.shape:
+                    continue
+                kept = given != 0
+                if kept.all() or not (want != 0).all():
+                    continue
+                ratio = given[kept] / want[kept]
+                if float(ratio.max() - ratio.min()) < 1e-3:
+                    raise Mistake(
+                        f"{what}: dropout is applied to {name} before the {layer.parts[part]}. "
+                        "Dropout belongs on each sublayer's output, before it is added to x "
+                        "(and inside the attentions and the feed-forward), not on what a "
+                        "sublayer reads"
+                    )
 
 
 def _expect_residual_dropout(layer: _Layer, candidate, gen, norm_first, p, value, *inputs):
@@ -951,11 +970,10 @@ def _expect_residual_dropout(layer: _Layer, candidate, gen, norm_first, p, value
     for i, words in enumerate(layer.parts.values()):
         module, _, _, shown = _build(layer, candidate, norm_first, p, gen)
         outs = [value if j == i else torch.zeros_like(value) for j in range(len(layer.parts))]
-        seen = {}  # what each replaced sublayer was given, by name: {"query": ..., ...}
+        seen = {}  # what each replaced sublayer was given, positionally or by keyword
 
         def replaced(*args, out, part, seen=seen, **kwargs):
-            # positional arguments named as the signature names them, then keywords in any order
-            seen[part] = dict(zip(_CALL_NAMES, args, strict=False)) | kwargs
+            seen[part] = [*args, *kwargs.values()]
             return out
 
         for part, out in zip(layer.parts, outs, strict=True):
@@ -972,8 +990,7 @@ def _expect_residual_dropout(layer: _Layer, candidate, gen, norm_first, p, value
             module.train()
             what = f"{shown} ({name}) in training mode: the {words} sublayer's output"
             got = layer.run(module, *inputs, *layer.no_masks, what)
-            if i == 0 and layer.inputs_kept is not None:
-                layer.inputs_kept(seen, *inputs, f"{shown} ({name}) in training mode")
+            _expect_inputs_kept(layer, seen, i, inputs, f"{shown} ({name}) in training mode")
             dropped = got - x
             if close(dropped, value):
                 raise Mistake(

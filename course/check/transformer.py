@@ -491,27 +491,6 @@ def _one_thread():
         torch.set_num_threads(threads)
 
 
-def _expect_inputs_kept(seen: dict, x, memory, what: str) -> None:
-    """With the norms the identity and the sublayers replaced, the self-attention must be
-    given x itself and the cross-attention memory itself as keys and values: dropout on
-    the layer's input or on memory is randomness in the wrong place."""
-    given = [
-        ("self_attn", ("query", "key", "value"), x, "x before the masked self-attention"),
-        ("cross_attn", ("key", "value"), memory, "memory before the cross-attention"),
-    ]
-    for part, names, want, where in given:
-        for t in (seen.get(part, {}).get(name) for name in names):
-            if not isinstance(t, torch.Tensor) or t.shape != want.shape or torch.equal(t, want):
-                continue
-            zeros = (t == 0) & (want != 0)
-            if zeros.any():
-                raise Mistake(
-                    f"{what}: dropout is applied to {where}. Dropout belongs on each "
-                    "sublayer's output, before it is added to x (and inside the attentions "
-                    "and the feed-forward), not on what a sublayer reads"
-                )
-
-
 _DECODER = _Layer(
     name="DecoderLayer",
     inputs=("x", "memory"),
@@ -528,7 +507,6 @@ _DECODER = _Layer(
     mistakes=_dec_mistakes,
     variant=_dec_variant,
     culprit=_sublayer_culprit,
-    inputs_kept=_expect_inputs_kept,
 )
 
 
