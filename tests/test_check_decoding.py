@@ -474,8 +474,8 @@ WRONG = [
      "does not grow"),
     (first_position_logits, f"on {CASE[0]}, every step chooses the same token"),
     (feeds_last_token_only, f"on {CASE[0]}, the decoder is fed only the last token chosen"),
-    (feeds_the_source, f"on {CASE[0]}, every step chooses the same token: the decoder's input "
-     "does not grow with the tokens chosen (it is fed <bos> alone, or another fixed tensor)"),
+    (feeds_the_source, f"on {CASE[0]}, the decoder is fed the source sentence: it reads the "
+     "source only through memory"),
     (softmax_over_the_batch, f"on {CASE[0]}, the softmax before the argmax is taken over the "
      "batch (dim=0)"),
     (softmax_over_time, f"on {CASE[0]}, the softmax before the argmax is taken over the "

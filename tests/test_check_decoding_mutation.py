@@ -140,6 +140,21 @@ def returns_a_tuple(model, src, max_len, bos_id, eos_id):
     return tuple(good(model, src, max_len, bos_id, eos_id))  # <- one tensor per sentence
 
 
+def source_through_forward(model, src, max_len, bos_id, eos_id):
+    """The whole model called with the source on both sides: the decoder reads src."""
+    B = src.shape[0]
+    tokens = torch.full((B, 1), bos_id, dtype=torch.long)
+    done = torch.zeros(B, dtype=torch.bool)
+    for _ in range(max_len):
+        next_token = model(src, src)[:, -1].argmax(-1)  # <-
+        next_token = next_token.masked_fill(done, model.pad_id)
+        tokens = torch.cat([tokens, next_token[:, None]], dim=1)
+        done = done | (next_token == eos_id)
+        if done.all():
+            break
+    return tokens[:, 1:]
+
+
 def first_position_logits(model, src, max_len, bos_id, eos_id):
     B = src.shape[0]
     src_mask = padding_mask(src, model.pad_id)
@@ -236,6 +251,9 @@ WHOLE_MESSAGES = [
      "token: the decoder's input does not grow with the tokens chosen (it is fed <bos> "
      "alone, or another fixed tensor), or the next token is read at the first position "
      f"(logits[:, 0], which sees only <bos>). {FEED}"),
+    (source_through_forward, f"❌ greedy_decode: on {CASE[0]}, the decoder is fed the source "
+     "sentence: it reads the source only through memory (the cross-attention); its input is "
+     f"the target side, <bos> and the tokens chosen so far. {FEED}"),
     (feeds_last_token_only, f"❌ greedy_decode: on {CASE[0]}, the decoder is fed only the "
      f"last token chosen, so it forgets the rest of the sentence and where it is. {FEED}"),
     (pad_zero_everywhere, f"❌ greedy_decode: on {CASE[6]}, your code pads with 0 after "

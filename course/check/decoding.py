@@ -148,7 +148,7 @@ def _decode(model, src, max_len, bos_id, eos_id, *, causal=True, src_mask="given
     causal=False: decode with an all-True tgt_mask. src_mask: "given" (the padding mask),
     "decode" (left out of decode; encode builds its own), "encode" (all True in encode),
     "pad 0" (built with pad 0). feed: "prefix", "bos" (only <bos>), "last" (only the
-    last token), "src" (the source). position: which position's logits choose. score:
+    last token). position: which position's logits choose. score:
     "argmax", "softmax batch", "softmax time" (a softmax over that axis, then the argmax
     over the vocabulary). stop: "all" (when all are done), "any" (at the first <eos>),
     "never" (run to max_len). pad_after_eos: overwrite what comes after <eos>.
@@ -166,7 +166,7 @@ def _decode(model, src, max_len, bos_id, eos_id, *, causal=True, src_mask="given
     tokens = torch.full((B, 1), bos_id, dtype=torch.long)  # (B, 1)
     done = torch.zeros(B, dtype=torch.bool)  # (B,)
     for _ in range(max_len + extra_steps):
-        fed = {"bos": tokens[:, :1], "last": tokens[:, -1:], "src": src}.get(feed, tokens)
+        fed = {"bos": tokens[:, :1], "last": tokens[:, -1:]}.get(feed, tokens)
         t = fed.shape[1]
         tgt_mask = None if causal else torch.ones(B, 1, t, t, dtype=torch.bool)
         logits = model.decode(fed, memory, cross_mask, tgt_mask)  # (B, t, V)
@@ -195,6 +195,12 @@ _FEED = (
     "and take the last position's logits, logits[:, -1]"
 )
 
+_FED_THE_SOURCE = (
+    "the decoder is fed the source sentence: it reads the source only through memory (the "
+    "cross-attention); its input is the target side, <bos> and the tokens chosen so far. "
+    f"{_FEED}"
+)
+
 # (diagnosis, keyword arguments of _decode that make that mistake). Checked in this order:
 # the first whose output the answer matches is the message.
 _MISTAKES: list[tuple[str, dict]] = [
@@ -217,9 +223,6 @@ _MISTAKES: list[tuple[str, dict]] = [
      f"the first position (logits[:, 0], which sees only <bos>). {_FEED}", dict(position=0)),
     ("the decoder is fed only the last token chosen, so it forgets the rest of the sentence "
      f"and where it is. {_FEED}", dict(feed="last")),
-    ("the decoder is fed the source sentence: it reads the source only through memory (the "
-     "cross-attention); its input is the target side, <bos> and the tokens chosen so far. "
-     f"{_FEED}", dict(feed="src")),
     ("the softmax before the argmax is taken over the batch (dim=0), which mixes the "
      "sentences: the argmax over the vocabulary of logits[:, -1] (dim=-1) is all you need; "
      "a softmax does not change it", dict(score="softmax batch")),
@@ -435,12 +438,15 @@ def _hints(error: str) -> str | None:
     return None
 
 
-def _run(candidate, case: _Case):
-    """One call of the answer on a fresh model of the case; checks the model's mode."""
+def _run(candidate, case: _Case, fed: list | None = None):
+    """One call of the answer on a fresh model of the case; checks the model's mode.
+    `fed` collects what the answer gave the decoder as its input (tgt)."""
     model, src = case.model(), case.source()
     seen_training: list[bool] = []
     hooks = [m.register_forward_pre_hook(lambda m, _: seen_training.append(m.training))
              for m in model.modules()]  # fmt: skip
+    if fed is not None:
+        hooks.append(model.tgt_embed.register_forward_pre_hook(lambda m, a: fed.append(a[0])))
     try:
         got = call(candidate, model, src, *case.args(), names=_NAMES, hints=_hints)
     finally:
@@ -452,7 +458,8 @@ def _run(candidate, case: _Case):
 
 def _check_case(candidate, case: _Case, index: int) -> None:
     want = _expected(case)  # (B, T_out)
-    got = _run(candidate, case)
+    fed: list = []  # what the answer gave the decoder, one (B, t) tensor per call
+    got = _run(candidate, case, fed)
     if index == 0:  # the same inputs twice: greedy decoding has no randomness
         again = _run(candidate, case)
         if isinstance(got, torch.Tensor) and isinstance(again, torch.Tensor):
@@ -465,6 +472,10 @@ def _check_case(candidate, case: _Case, index: int) -> None:
     got = _expect_ids(got, f"on {case.what}, the output")
     if got.shape == want.shape and torch.equal(got, want):
         return
+    src = case.source()
+    if any(isinstance(t, torch.Tensor) and t.shape == src.shape and torch.equal(t, src)
+           for t in fed):  # fmt: skip
+        raise Mistake(f"on {case.what}, {_FED_THE_SOURCE}")
     for diagnosis, answer in _wrong_answers(case):
         if got.shape == answer.shape and torch.equal(got, answer):
             raise Mistake(f"on {case.what}, {diagnosis}")
