@@ -345,7 +345,15 @@ def run(quick: bool = False, threads: int | None = None, compile_model: bool = F
         print_fn: Callable[[str], object] = print) -> list[Row]:  # fmt: skip
     """Measure every row and print the table with the machine; returns the rows."""
     sizes = QUICK if quick else FULL
+    threads_before = torch.get_num_threads()
     torch.set_num_threads(threads or os.cpu_count() or 1)
+    try:
+        return _measure_and_print(sizes, quick, compile_model, print_fn)
+    finally:
+        torch.set_num_threads(threads_before)  # the caller's setting, as it was
+
+
+def _measure_and_print(sizes: dict, quick: bool, compile_model: bool, print_fn) -> list[Row]:
     start = machine()
     if quick:
         print_fn("course.bench --quick: tiny sizes, a smoke test; the numbers mean nothing")

@@ -369,6 +369,7 @@ def attention_cost(
     with the allocator's caching), so the analytic weights_bytes stands in.
     """
     fn = _course_attention if fn is None else fn
+    T_values = list(T_values)  # read twice below: a generator would be empty the second time
     for T in T_values:
         _check_T(T, "every T in T_values")
     device = torch.device(device)

@@ -590,6 +590,24 @@ def test_run_threads_fall_back_to_one_and_compile_is_passed_on(scripted_run, mon
     assert scripted_run["threads"] == 1 and scripted_run["compile_model"] is True
 
 
+def test_run_restores_the_callers_thread_count(scripted_run, monkeypatch):
+    before = torch.get_num_threads()
+    target = 2 if before != 2 else 3
+    bench.run(quick=True, threads=target, print_fn=lambda line: None)
+    assert scripted_run["threads"] == target and torch.get_num_threads() == before
+
+    def fails(sizes, compile_model):
+        assert torch.get_num_threads() == target
+        raise RuntimeError("a measurement failed")
+
+    monkeypatch.setattr(bench, "training_rows", fails)
+    monkeypatch.setattr(bench, "time", SimpleNamespace(perf_counter=lambda: 0.0))
+    monkeypatch.setattr(os, "getloadavg", lambda: (0.0, 0.0, 0.0))
+    with pytest.raises(RuntimeError, match="a measurement failed"):
+        bench.run(quick=True, threads=target, print_fn=lambda line: None)
+    assert torch.get_num_threads() == before
+
+
 # ---------------------------------------------------------------------------- main ----
 
 

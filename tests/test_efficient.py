@@ -215,6 +215,8 @@ def test_attention_cost_rows():
     assert len(attention_cost(sdpa, [8], d_k=4, repeats=1)) == 1
     with pytest.raises(ValueError, match="T_values"):
         attention_cost(None, [8, 0])
+    from_a_generator = attention_cost(None, (T for T in (8, 16)), d_k=4, repeats=1)
+    assert [r["T"] for r in from_a_generator] == [8, 16]  # read twice: checked, then timed
 
 
 # ------------------------------------------------------------------- Linformer --
