@@ -674,6 +674,14 @@ class DropoutAfterTheResidual(Good):
         return self.norm2(self.dropout2(x + self.ff(x)))
 
 
+class RateAsKeepProbability(Good):
+    """nn.Dropout(1 - dropout) on the sublayers' outputs: at dropout=0.0 it drops them all."""
+
+    def __init__(self, d_model, n_heads, d_ff, dropout=0.1, norm_first=False):
+        super().__init__(d_model, n_heads, d_ff, dropout, norm_first)
+        self.dropout1, self.dropout2 = nn.Dropout(1 - dropout), nn.Dropout(1 - dropout)
+
+
 class InputDropped(Good):
     """Dropout on the layer's input, as if it were the embeddings' dropout."""
 
@@ -822,6 +830,11 @@ ENC_WRONG = [
     (NoDropoutOnTheFeedForwardOutput, "the feed-forward sublayer's output is not dropped"),
     (DropoutAfterTheResidual, "dropout is applied after the residual addition"),
     (InputDropped, "dropout is applied to x before the attention. Dropout belongs on each"),
+    (
+        RateAsKeepProbability,
+        "identically on every call, so not at random: is the rate used "
+        "as the probability of keeping? nn.Dropout(1 - dropout) drops everything",
+    ),
     (KeysAndValuesDropped, "dropout is applied to x before the attention"),
     (ValueDroppedByKeyword, "dropout is applied to x before the attention"),
     (FeedForwardInputDropped, "dropout is applied to x before the feed-forward"),

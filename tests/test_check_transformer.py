@@ -544,6 +544,12 @@ class FeedForwardInputDropped(Good):
         return self.dropout3(self.ff(self.dropout3(h)))
 
 
+class RateAsKeepProbability(Good):
+    def __init__(self, d_model, n_heads, d_ff, dropout=0.1, norm_first=False):
+        super().__init__(d_model, n_heads, d_ff, dropout, norm_first)
+        self.dropout3 = nn.Dropout(1 - dropout)  # the feed-forward's only
+
+
 class InputDropped(Good):
     def forward(self, x, memory, tgt_mask=None, memory_mask=None):
         return super().forward(self.dropout1(x), memory, tgt_mask, memory_mask)
@@ -629,6 +635,10 @@ WRONG = [
     (MemoryDroppedAsAKeyword, "dropout is applied to memory before the cross-attention"),
     (InputDroppedAsAKeyword, "dropout is applied to x before the masked self-attention"),
     (CrossQueryDropped, "dropout is applied to x before the cross-attention"),
+    (
+        RateAsKeepProbability,
+        "changes the output although dropout=0.0, and identically on every call",
+    ),
     (FeedForwardInputDropped, "dropout is applied to x before the feed-forward"),
     (PreLNNormalisesItsOutput, "your pre-LN layer normalises its output"),
     (CausalAlwaysAdded, "a causal mask is applied although tgt_mask is None"),

@@ -811,6 +811,13 @@ def _expect_dropout_while_training(layer: _Layer, candidate, gen, norm_first, p,
     with torch.no_grad():
         got = run(module.train(), f"{shown} in training mode")
         if not close(got, ref(*inputs)):
+            if torch.equal(got, run(module, f"{shown} in training mode")):
+                raise Mistake(  # a fixed rate would drop other entries on the next call
+                    f"{shown} in training mode changes the output although dropout=0.0, and "
+                    "identically on every call, so not at random: is the rate used as the "
+                    "probability of keeping? nn.Dropout(1 - dropout) drops everything at "
+                    "dropout=0.0; nn.Dropout(dropout) drops each value with probability dropout"
+                )
             raise Mistake(
                 f"{shown} in training mode changes the output although dropout=0.0: pass the "
                 "constructor's dropout on to every nn.Dropout, MultiHeadAttention and "
