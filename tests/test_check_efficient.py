@@ -37,7 +37,13 @@ def learner(**mistake):
             else:
                 t = 0 if k_cache is None else k_cache.shape[-2]
                 t += mistake.get("shift", 0)
-                q_new, k_new = _rotate(q_new, k_new, k_cache, rotary_base, torch.tensor([t]))
+                position = torch.tensor([t])
+                if mistake.get("query_only"):
+                    q_new = apply_rotary(q_new, rotary_base, position)
+                else:
+                    q_new, k_new = _rotate(q_new, k_new, k_cache, rotary_base, position)
+                if mistake.get("value_too"):
+                    v_new = apply_rotary(v_new, rotary_base, position)
         dim = mistake.get("cat_dim", -2)
         if k_cache is None:
             k_all, v_all = k_new, v_new
@@ -98,6 +104,9 @@ WRONG = {
     "the mask inverted": (dict(invert_mask=True), "the mask is inverted"),
     "the cache returned detached": (dict(detach=True), "carries no gradient"),
     "rotary_base ignored": (dict(no_rotation=True), "rotated by position 0"),
+    "only the query rotated": (dict(query_only=True), "only the new query is rotated, not the "
+                               "new key"),
+    "the value rotated too": (dict(value_too=True), "the new value is rotated too"),
     "float32 returned for float64 inputs": (dict(float32=True), "keep the inputs' dtype"),
 }  # fmt: skip
 
@@ -299,3 +308,21 @@ def test_leaving_the_new_key_out_of_the_attention_is_named(verdict):
 
     passed, printed = verdict(check.kv_cache_attention, answer)
     assert passed is False and "attends to the cached keys only" in printed, printed
+
+
+def test_a_cache_of_rotated_values_is_named(verdict):
+    """The output is right, but the returned v_cache holds the new value rotated."""
+
+    def answer(q_new, k_new, v_new, k_cache, v_cache, mask=None, rotary_base=None):
+        q_new, k_new = _rotate(q_new, k_new, k_cache, rotary_base)
+        k = k_new if k_cache is None else torch.cat([k_cache, k_new], dim=-2)
+        v = v_new if v_cache is None else torch.cat([v_cache, v_new], dim=-2)
+        stored = v_new
+        if rotary_base is not None:
+            t = 0 if k_cache is None else k_cache.shape[-2]
+            stored = apply_rotary(v_new, rotary_base, torch.tensor([t]))
+        v_stored = stored if v_cache is None else torch.cat([v_cache, stored], dim=-2)
+        return _attend(q_new, k, v, mask), k, v_stored
+
+    passed, printed = verdict(check.kv_cache_attention, answer)
+    assert passed is False and "the new value is rotated too" in printed, printed

@@ -67,6 +67,12 @@ MESSAGES = {
     "from the graph (.detach(), torch.no_grad(), a copy made from values). The step is part "
     "of the computation: return the tensors torch.cat and the attention give",
     "rotary_base ignored": RESTART,
+    "only the query rotated": "only the new query is rotated, not the new key: rotate both by "
+    "position t, so that their dot product depends on the offset between their positions (a "
+    "key keeps its rotation in the cache)",
+    "the value rotated too": "the new value is rotated too: rotary positions turn the query "
+    "and the key only (their dot product carries the offset); the values are averaged as they "
+    "are",
     "float32 returned for float64 inputs": "the output (a batch of one in float64, "
     "non-contiguous inputs, a cache of 5) is float32, but the inputs were float64: keep the "
     "inputs' dtype (make new tensors with x.new_zeros(...) or dtype=x.dtype; no .float() or "

@@ -88,7 +88,8 @@ _HINTS = {
 
 def _step(q, k, v, k_cache, v_cache, mask, rotary_base, *, position_shift=0, no_rotation=False,
           rotate_all=False, twice=False, keys="all", causal=False, softmax_dim=-1,
-          scale="sqrt", use_mask="given", swap_kv=False, prepend=False):  # fmt: skip
+          scale="sqrt", use_mask="given", swap_kv=False, prepend=False,
+          rotated="qk"):  # fmt: skip
     """course.efficient.kv_cache_attention with one mistake switched on (defaults: none).
 
     Returns (output, k_all, v_all). position_shift: rotate by t + shift; no_rotation:
@@ -97,12 +98,14 @@ def _step(q, k, v, k_cache, v_cache, mask, rotary_base, *, position_shift=0, no_
     "all", "new" (the cache ignored), "cache" (the new key left out); causal: a top-left
     causal mask, the query sees position 0 only; softmax_dim; scale: "sqrt", "none",
     "d_k"; use_mask: "given", "none", "inverted"; swap_kv: keys and values swapped in the
-    attention.
+    attention; rotated: which of the new q, k, v are rotated ("qk"; "q": the key is not,
+    "qkv": the value is too).
     """
     t = 0 if k_cache is None else k_cache.shape[-2]
     if rotary_base is not None and not no_rotation and not rotate_all:
         position = torch.tensor([t + position_shift])
-        q, k = apply_rotary(q, rotary_base, position), apply_rotary(k, rotary_base, position)
+        q, k, v = (apply_rotary(x, rotary_base, position) if name in rotated else x
+                   for name, x in zip("qkv", (q, k, v), strict=True))  # fmt: skip
     new_k, new_v = ([k, k], [v, v]) if twice else ([k], [v])
     old_k, old_v = ([], []) if k_cache is None else ([k_cache], [v_cache])
     if prepend:  # the new position first, the cached ones after it
@@ -168,6 +171,16 @@ _ROTATE_ALL = (
     "and key, by position t"
 )
 
+_QUERY_ONLY = (
+    "only the new query is rotated, not the new key: rotate both by position t, so that their "
+    "dot product depends on the offset between their positions (a key keeps its rotation in "
+    "the cache)"
+)
+_VALUE_ROTATED = (
+    "the new value is rotated too: rotary positions turn the query and the key only (their "
+    "dot product carries the offset); the values are averaged as they are"
+)
+
 
 def _output_mistakes(args) -> dict[str, torch.Tensor]:
     q, k, v, k_cache, v_cache, mask, rotary_base = args
@@ -200,6 +213,8 @@ def _output_mistakes(args) -> dict[str, torch.Tensor]:
             cases[_ROTATE_ALL] = dict(rotate_all=True)
         cases[_OFF_BY_ONE] = dict(position_shift=1)
         cases["rotary_base is given but the query and key are not rotated"] = dict(no_rotation=True)
+        cases[_QUERY_ONLY] = dict(rotated="q")
+        cases[_VALUE_ROTATED] = dict(rotated="qkv")
     wrong = {}
     for diagnosis, mistake in cases.items():
         out = _step(*args, **mistake)[0]
@@ -225,6 +240,8 @@ def _cache_mistakes(args, which: int) -> dict[str, torch.Tensor]:
         if k_cache is not None:
             wrong[_ROTATE_ALL] = _step(*args, rotate_all=True)[1]
         wrong[_OFF_BY_ONE] = _step(*args, position_shift=1)[1]
+    if rotary_base is not None and which == 2:
+        wrong[_VALUE_ROTATED] = _step(*args, rotated="qkv")[2]
     return wrong
 
 
