@@ -378,3 +378,26 @@ def test_the_replay_reads_padded_sources_through_their_mask():
         reason = _replay(case, unmasked, _expected(case))
     assert reason is not None and reason.startswith("sentence "), reason
     assert "the model's most likely next token is" in reason
+
+
+def test_an_answer_drawing_random_numbers_draws_the_same_on_every_check(verdict):
+    """The checker seeds torch with 0 for the answer (and restores the caller's stream), so
+    a sampling answer gets the same draws, and the same verdict, however the notebook was
+    seeded before."""
+    drawn = []
+
+    def records_its_draws(model, src, max_len, bos_id, eos_id):
+        drawn.append(torch.rand(3))
+        return good(model, src, max_len, bos_id, eos_id)
+
+    torch.manual_seed(0)
+    first_draw = torch.rand(3)
+    for notebook_seed in (1, 2):
+        torch.manual_seed(notebook_seed)
+        after = torch.rand(3)
+        torch.manual_seed(notebook_seed)
+        passed, _ = verdict(check.greedy_decode, records_its_draws)
+        assert passed is True
+        assert torch.equal(drawn[0], first_draw)  # the first call of each check: seed 0
+        assert torch.equal(torch.rand(3), after)  # the notebook's stream is untouched
+        drawn.clear()

@@ -709,6 +709,17 @@ class FeedForwardInputDropped(Good):
         return self.dropout2(self.ff(self.dropout2(x)))
 
 
+class DropoutBeforeAndAfterTheResidual(Good):
+    """The sublayer's output dropped (right), then the sum dropped again (wrong)."""
+
+    def forward(self, x, mask=None):
+        if self.norm_first:
+            x = self.dropout1(x + self.attend(self.norm1(x), mask))
+            return self.dropout2(x + self.feed(self.norm2(x)))
+        x = self.norm1(self.dropout1(x + self.attend(x, mask)))
+        return self.norm2(self.dropout2(x + self.feed(x)))
+
+
 class DropoutNotRescaled(Good):
     def attend(self, x, mask):
         out = self.self_attn(x, x, x, mask)
@@ -829,6 +840,7 @@ ENC_WRONG = [
     (NoDropoutOnTheAttentionOutput, "the attention sublayer's output is not dropped"),
     (NoDropoutOnTheFeedForwardOutput, "the feed-forward sublayer's output is not dropped"),
     (DropoutAfterTheResidual, "dropout is applied after the residual addition"),
+    (DropoutBeforeAndAfterTheResidual, "dropout is applied after the residual addition"),
     (InputDropped, "dropout is applied to x before the attention. Dropout belongs on each"),
     (
         RateAsKeepProbability,

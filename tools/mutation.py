@@ -113,6 +113,15 @@ DEFAULT_TESTS = {
         "tests/test_fused_attention.py",
         "tests/test_transformer.py",
     ],
+    "course/check/layers.py": [  # the DecoderLayer checker (lesson 08) runs on its machinery
+        "tests/test_check_layers.py",
+        "tests/test_check_layers_mutation.py",
+        "tests/test_check_layers_norm_mutation.py",
+        "tests/test_check_layers_sublayer_mutation.py",
+        "tests/test_check_transformer.py",
+        "tests/test_check_transformer_mutation.py",
+        "tests/test_checkers.py",
+    ],
     "course/layers.py": [  # lesson 08's DecoderLayer is tested with the Transformer
         "tests/test_layers.py",
         "tests/test_layers_mutation.py",
@@ -141,6 +150,7 @@ class Mutant:
     first_line: int
     last_line: int
     import_time: bool  # runs when the module is imported (not inside a function body)
+    statement: tuple[int, int] = (0, 0)  # the lines of the innermost statement holding it
     id: str = ""  # "where: original -> mutated" (+ " #n" for the n-th identical one)
     status: str = ""  # killed | timeout | survived | not covered | equivalent | error
     tests: list[str] = field(default_factory=list)
@@ -202,6 +212,23 @@ class _Mutator:
     def run(self):
         self._visit(self.tree, None, "<module>", False)
         return self.found
+
+    def statement_lines(self) -> dict[int, tuple[int, int]]:
+        """id(node) -> the lines of the innermost statement holding it. A test that runs any
+        line of that statement runs the node too, though the node's own lines may never be
+        reported to a tracer (e.g. a dict key on its own line: its constant is loaded on
+        another line)."""
+        lines: dict[int, tuple[int, int]] = {}
+
+        def walk(node, span):
+            if isinstance(node, ast.stmt):
+                span = (node.lineno, node.end_lineno)
+            lines[id(node)] = span
+            for child in ast.iter_child_nodes(node):
+                walk(child, span)
+
+        walk(self.tree, (1, 1))
+        return lines
 
     def _skip_line(self, node) -> bool:
         line = self.lines[node.lineno - 1] if hasattr(node, "lineno") else ""
@@ -320,7 +347,9 @@ def mutants_of(module: str, source: str) -> list[Mutant]:
     for line in data.splitlines(keepends=True):
         starts.append(starts[-1] + len(line))
     found = []
-    for node, new, where, in_body, label in _Mutator(source).run():
+    mutator = _Mutator(source)
+    statements = mutator.statement_lines()
+    for node, new, where, in_body, label in mutator.run():
         begin = starts[node.lineno - 1] + node.col_offset  # col offsets count UTF-8 bytes
         end = starts[node.end_lineno - 1] + node.end_col_offset
         if isinstance(new, str):  # a statement, replaced in place
@@ -347,6 +376,7 @@ def mutants_of(module: str, source: str) -> list[Mutant]:
                 first_line=node.lineno,
                 last_line=node.end_lineno,
                 import_time=not in_body,
+                statement=statements.get(id(node), (node.lineno, node.end_lineno)),
             )
         )
     seen: dict[str, int] = {}
@@ -516,7 +546,8 @@ def baseline(module: str, workdir: Path, args: list[str]) -> _Trace:
 
 def select_tests(mutant: Mutant, trace: _Trace) -> list[str] | None:
     """The tests that execute the mutant's lines; all tests for import-time code."""
-    lines = set(range(mutant.first_line, mutant.last_line + 1))
+    first, last = mutant.statement
+    lines = set(range(mutant.first_line, mutant.last_line + 1)) | set(range(first, last + 1))
     if mutant.import_time or lines & trace.lines.get(_Trace.COLLECT, set()):
         return list(trace.seconds)
     return [t for t in trace.seconds if lines & trace.lines.get(t, set())]

@@ -82,7 +82,7 @@ def _one_tensor(out, what: str) -> torch.Tensor:
             f"forward returned a {type(out).__name__} of {len(out)} things on {what}: "
             "return only the output tensor"
         )
-    return expect_tensor(out, f"the output on {what}")
+    return expect_tensor(out, what if what.startswith("the output") else f"the output on {what}")
 
 
 def _describe_case(x: torch.Tensor) -> str:
@@ -92,11 +92,29 @@ def _describe_case(x: torch.Tensor) -> str:
 
 # --------------------------------------------------------------- LayerNorm ----------
 
-_LN_INIT_HINTS = {
-    "positional argument": "The constructor's signature is __init__(self, d_model, eps=1e-5), "
-    "in that order",
-    "unexpected keyword": "The constructor's signature is __init__(self, d_model, eps=1e-5)",
-}
+
+def _init_hints(candidate, signature: str):
+    """Hints for a TypeError from building the learner's class: about its signature when
+    the error names the learner's own __init__, about the call inside it when it names
+    another (MultiHeadAttention(..., batch_first=True), nn.LayerNorm(d, epsilon=...))."""
+    own = f"{getattr(candidate, '__qualname__', '')}.__init__()"
+
+    def hint(error: str) -> str | None:
+        if "positional argument" not in error and "unexpected keyword" not in error:
+            return None
+        if own in error or ".__init__()" not in error:
+            order = ", in that order" if "positional argument" in error else ""
+            return f"The constructor's signature is {signature}{order}"
+        callee = error.split(".__init__()")[0].split()[-1]
+        return (
+            f"Your constructor's own signature is right; the error is in a call inside it: "
+            f"{callee}(...) does not take those arguments. Check the signature of {callee}"
+        )
+
+    return hint
+
+
+_LN_SIGNATURE = "__init__(self, d_model, eps=1e-5)"
 
 _LN_CALL_HINTS = {
     "must match the size of tensor": "The mean and the variance lose the last axis unless you "
@@ -288,12 +306,13 @@ def _check_layer_norm(candidate) -> str:
         "forward(x)",
     )
     gen = generator(7)
+    hints = _init_hints(candidate, _LN_SIGNATURE)
     for i, (shape, eps, scale, exposes) in enumerate(_LN_CASES):
         d_model = shape[-1]
         args = (d_model,) if eps is None else (d_model, eps)
         shown = f"LayerNorm({', '.join(map(str, args))})"
         module = _built(
-            call(candidate, *args, names=("d_model", "eps"), hints=_LN_INIT_HINTS),
+            call(candidate, *args, names=("d_model", "eps"), hints=hints),
             "LayerNorm",
             shown,
         )
@@ -359,12 +378,8 @@ def _ln_gradient_mistakes(ref) -> dict:
 _PROJECTIONS = ("w_q", "w_k", "w_v", "w_o")
 _D_MODEL, _N_HEADS, _D_FF, _B, _T = 12, 3, 20, 2, 5  # every size differs
 
-_LAYER_INIT_HINTS = {  # EncoderLayer and DecoderLayer take the same arguments
-    "positional argument": "The constructor's signature is __init__(self, d_model, n_heads, "
-    "d_ff, dropout=0.1, norm_first=False), in that order",
-    "unexpected keyword": "The constructor's signature is __init__(self, d_model, n_heads, "
-    "d_ff, dropout=0.1, norm_first=False)",
-}
+# EncoderLayer's and DecoderLayer's
+_LAYER_SIGNATURE = "__init__(self, d_model, n_heads, d_ff, dropout=0.1, norm_first=False)"
 
 _ENC_CALL_HINTS = {
     "positional argument": "The layer is called as layer(x, mask=None): self-attention takes "
@@ -708,7 +723,8 @@ def _build(layer: _Layer, candidate, norm_first: bool, dropout: float, gen, *, d
     args = (_D_MODEL, _N_HEADS, _D_FF) + (() if defaults else (dropout, norm_first))
     shown = f"{layer.name}({', '.join(map(str, args))})"
     names = ("d_model", "n_heads", "d_ff", "dropout", "norm_first")
-    module = _built(call(candidate, *args, names=names, hints=_LAYER_INIT_HINTS), layer.name, shown)
+    hints = _init_hints(candidate, _LAYER_SIGNATURE)
+    module = _built(call(candidate, *args, names=names, hints=hints), layer.name, shown)
     ref = _random_reference(getattr(reference, layer.name), gen, norm_first, dropout)
     pairs = layer.pairs(module, ref)
     _copy(pairs)
@@ -868,6 +884,13 @@ def _expect_dropped(dropped, kept_all, p: float, what: str, where: str) -> None:
                 f"{what}: the values that survive dropout are not rescaled: multiply them by "
                 f"1 / (1 - p) (nn.Dropout and F.dropout do it for you)"
             )
+        if float(ratio.max() - ratio.min()) < 1e-3 and float(ratio[0]) < 1:
+            raise Mistake(
+                f"{what}: the kept values are multiplied by {float(ratio[0]):.3g}, so they "
+                f"shrink; dropout divides them by 1 - p = {1 - p:.3g}, so that the expected "
+                "value stays the same: multiply by 1 / (1 - p) (nn.Dropout and F.dropout do "
+                "it for you)"
+            )
         if float(ratio.max() - ratio.min()) < 1e-3:
             raise Mistake(
                 f"{what}: the kept values are scaled by {float(ratio[0]):.3g}, which is dropout "
@@ -1004,9 +1027,8 @@ def _expect_residual_dropout(layer: _Layer, candidate, gen, norm_first, p, value
                     f"{what} is not dropped: apply dropout to it before adding it to x, "
                     f"x + dropout{i + 1}(sublayer(...))"
                 )
-            after = got.abs() <= 1e-7  # zeros in the sum: x itself was dropped there
-            ratio = got[~after] / (x + value)[~after]  # one constant when the sum was dropped
-            if after.float().mean() > 0.1 and float(ratio.max() - ratio.min()) < 1e-3:
+            after = got.abs() <= 1e-7  # zeros in the sum x + value: x itself was dropped there
+            if after.float().mean() > 0.1:  # (also with the output dropped before it too)
                 raise Mistake(
                     f"{what}: dropout is applied after the residual addition, to x + sublayer: "
                     "that drops parts of x itself. Drop only the sublayer's output, then add"
