@@ -20,6 +20,7 @@ the course's requirements (the standard library, pytest and what the tests impor
     .venv/bin/python tools/mutation.py course/rnn.py --list           # the mutants, none run
     .venv/bin/python tools/mutation.py course/rnn.py --tests "tests/test_rnn.py -k digit"
     .venv/bin/python tools/mutation.py course/utils.py --json out.json        # machine-readable
+    .venv/bin/python tools/mutation.py course/utils.py --again out.json   # survivors only
 
 It is slow (minutes per module on two cores), so it is not part of `make test`. It forks,
 so it runs on Linux and macOS, not on Windows.
@@ -46,6 +47,7 @@ from __future__ import annotations
 
 import argparse
 import ast
+import hashlib
 import json
 import os
 import shlex
@@ -596,10 +598,34 @@ def run_mutants(module, mutants, trace, workdirs, args, say) -> None:
 # ------------------------------------------------------------------------ main ----------
 
 
-def measure(module, args, jobs, equivalents, verbose, tmp) -> dict:
+def earlier_alive(module: str, source: str, earlier: list[dict]) -> set[str]:
+    """The ids of the mutants an earlier run of this very source (its --json) left alive."""
+    digest = hashlib.sha256(source.encode("utf-8")).hexdigest()
+    for result in earlier:
+        if result.get("module") != module:
+            continue
+        if result.get("source_sha256") != digest:
+            raise Unmeasured(
+                f"--again: the earlier run measured another version of {module} "
+                f"(sha256 {result.get('source_sha256')}, now {digest}): run it whole"
+            )
+        return {m["id"] for m in result["survivors"]} | {m["id"] for m in result["equivalents"]}
+    raise Unmeasured(f"--again: the earlier run did not measure {module}")
+
+
+def measure(module, args, jobs, equivalents, verbose, tmp, earlier=None) -> dict:
     say = (lambda text: print(text, flush=True)) if verbose else (lambda _: None)
     source = (ROOT / module).read_text(encoding="utf-8")
     mutants = mutants_of(module, source)
+    killed_before = []
+    if earlier is not None:  # rerun only what the earlier run left alive
+        alive = earlier_alive(module, source, earlier)
+        killed_before = [m for m in mutants if m.id not in alive]
+        for m in killed_before:
+            m.status = "killed"
+        mutants_to_run = [m for m in mutants if m.id in alive]
+    else:
+        mutants_to_run = mutants
     if not mutants:
         print(f"{module}: nothing to mutate", flush=True)
         return {"module": module, "mutants": 0, "killed": 0, "timeout": 0, "survived": 0,
@@ -613,7 +639,10 @@ def measure(module, args, jobs, equivalents, verbose, tmp) -> dict:
     started = time.monotonic()
     print(f"{module}: {len(mutants)} mutants; tests: {' '.join(args)}", flush=True)
     trace = baseline(module, workdirs[0], args)
-    run_mutants(module, mutants, trace, workdirs, args, say)
+    if killed_before:
+        print(f"{module}: {len(killed_before)} killed in the earlier run; running the "
+              f"{len(mutants_to_run)} it left alive", flush=True)  # fmt: skip
+    run_mutants(module, mutants_to_run, trace, workdirs, args, say)
     for m in mutants:
         if m.status in ("survived", "not covered") and (module, m.id) in equivalents:
             m.status = "equivalent"
@@ -642,7 +671,9 @@ def measure(module, args, jobs, equivalents, verbose, tmp) -> dict:
             )
     return {
         "module": module,
+        "source_sha256": hashlib.sha256(source.encode("utf-8")).hexdigest(),
         "mutants": len(mutants),
+        "killed_in_earlier_run": len(killed_before),
         "killed": killed,
         "timeout": count["timeout"],
         "survived": len(survivors) + count["equivalent"],
@@ -674,6 +705,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--fail-under", type=float, help="exit 1 if a module scores below")
     parser.add_argument("--json", type=Path, help="also write the results to this file")
     parser.add_argument("--equivalent", type=Path, default=EQUIVALENT_FILE)
+    parser.add_argument(
+        "--again",
+        type=Path,
+        metavar="EARLIER_JSON",
+        help="run only the mutants that an earlier run's --json left alive (the same "
+        "source, checked by its sha256): after adding tests, the killed stay killed",
+    )
     options = parser.parse_args(argv)
 
     modules = []
@@ -695,6 +733,7 @@ def main(argv: list[str] | None = None) -> int:
     sys.dont_write_bytecode = True  # mutants of equal size written in the same second
     _preimport()
     equivalents = read_equivalents(options.equivalent)
+    earlier = json.loads(options.again.read_text(encoding="utf-8")) if options.again else None
     results = []
     with tempfile.TemporaryDirectory(prefix="course-mutation-") as tmp:
         for module in modules:
@@ -702,7 +741,7 @@ def main(argv: list[str] | None = None) -> int:
                 args = shlex.split(options.tests) if options.tests else tests_for(module, ROOT)
                 verbose = not options.quiet
                 results.append(
-                    measure(module, args, max(1, options.jobs), equivalents, verbose, tmp)
+                    measure(module, args, max(1, options.jobs), equivalents, verbose, tmp, earlier)
                 )
             except Unmeasured as error:  # say so, go on with the other modules, exit 1
                 print(f"{module}: NOT MEASURED: {error}", flush=True)
