@@ -276,3 +276,25 @@ def test_a_usage_error_is_told_by_rank_0_alone(as_rank, tmp_path, capsys):
         as_rank(rank)
         assert main([*TINY, "--steps", "0", "--out", str(tmp_path)]) == 2
         assert capsys.readouterr().err.startswith(told)
+
+
+# ------------------------------------------------------- the ranks' slices and streams ------
+
+
+def test_a_rank_left_without_rows_takes_exactly_one_row():
+    src, tgt_in, tgt_out = (torch.arange(3 * w).reshape(3, w) + 1 for w in (5, 4, 4))
+    spare = Processes(rank=3, local_rank=3, world_size=4).shard((src, tgt_in, tgt_out))
+    assert [t.shape[0] for t in spare] == [1, 1, 1]  # 3 rows, 4 ranks: rank 3 has none
+    assert torch.equal(spare[0], src[2:]) and torch.equal(spare[1], tgt_in[2:])
+
+
+def test_a_ranks_own_stream_starts_at_step_0_and_takes_any_seed():
+    def draws(seed, *step):
+        Processes(rank=1, local_rank=1, world_size=2).seed_own_stream(seed, *step)
+        return torch.rand(3)
+
+    assert torch.equal(draws(7), draws(7, 0))
+    big = 2**62 + 12345  # far past 2**64 before the documented reduction modulo 2**63
+    got = draws(big, 3)
+    torch.manual_seed(((big * 1_000_003 + 1) * 1_000_003 + 3) % 2**63)
+    assert torch.equal(got, torch.rand(3))

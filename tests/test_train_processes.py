@@ -135,3 +135,26 @@ def test_each_rank_takes_back_its_own_state_or_starts_its_own_stream():
     torch.manual_seed(9)
     Processes().restore_rng({"rng": {"torch": second}, "step": 3}, CPU, seed=5)
     assert torch.equal(torch.get_rng_state(), second)
+
+
+def test_the_global_token_mean_adds_the_other_ranks_sums_and_counts(monkeypatch):
+    """all_reduce stood in for by another rank's (sum, count): the value is the mean over
+    both ranks' tokens, the gradient this rank's own sum over the global count, times
+    world_size (DDP divides by it)."""
+    logits, targets = _logits_and_targets()
+    usual = nn.CrossEntropyLoss(label_smoothing=0.1, ignore_index=PAD_ID)
+    summed = nn.CrossEntropyLoss(label_smoothing=0.1, ignore_index=PAD_ID, reduction="sum")
+    other_sum, other_count = 20.0, 9  # the other rank: 9 tokens, losses summing to 20
+
+    def all_reduce(totals):  # this rank's (sum, count) plus the other rank's
+        totals.add_(torch.tensor([other_sum, other_count], dtype=totals.dtype))
+
+    monkeypatch.setattr(dist, "all_reduce", all_reduce)
+    loss = GlobalTokenMean(usual, world_size=2)(logits.transpose(1, 2), targets)
+    loss.backward()
+    own_count = (targets != PAD_ID).sum().item()  # 7
+    own_sum = summed(logits.detach().transpose(1, 2), targets)
+    assert loss.item() == pytest.approx((own_sum.item() + other_sum) / (own_count + other_count))
+    own = logits.detach().requires_grad_()
+    (summed(own.transpose(1, 2), targets) * 2 / (own_count + other_count)).backward()
+    torch.testing.assert_close(logits.grad, own.grad)
