@@ -110,3 +110,90 @@ def test_the_final_loss_is_the_mean_of_the_last_100_steps(capsys, tmp_path, one_
     losses = train.torch.load(tmp_path / "checkpoint.pt", weights_only=True)["losses"]
     assert len(losses) == 101
     assert metrics["final_loss"] == round(sum(losses[-100:]) / 100, 4)
+
+
+def test_the_plot_is_drawn_without_a_display_1100_by_400_pixels(drawn, tmp_path):
+    import matplotlib
+
+    before = matplotlib.get_backend()
+    matplotlib.use("svg")  # any other backend: plot_losses must switch to Agg itself
+    try:
+        figure = drawn([2.0, 1.5, 1.0])
+        assert matplotlib.get_backend().lower() == "agg"
+    finally:
+        matplotlib.use(before)
+    png = (tmp_path / "loss.png").read_bytes()
+    assert int.from_bytes(png[16:20], "big") == 1100  # 11 x 4 inches at 100 dpi
+    assert int.from_bytes(png[20:24], "big") == 400
+    assert figure.axes[0].get_position().x0 != plt.rcParams["figure.subplot.left"]  # tight
+
+
+# ------------------------------------------------------------------- the run itself ------
+
+
+def _main(*argv):
+    assert train.main([*TINY, *argv]) == 0
+
+
+def test_by_default_a_run_writes_to_runs_task_creating_the_folders(
+    capsys, tmp_path, monkeypatch, one_thread
+):
+    monkeypatch.chdir(tmp_path)
+    _main("--steps", "1")
+    assert (tmp_path / "runs" / "reverse" / "metrics.json").is_file()
+    _main("--steps", "1", "--out", str(tmp_path / "deep" / "er"))  # parents created too
+    config = json.loads((tmp_path / "deep" / "er" / "config.json").read_text())
+    assert config["task"] == "reverse" and config["seed"] == 0  # what the run was
+
+
+def test_a_checkpoint_is_saved_every_checkpoint_every_steps_and_at_the_end(
+    capsys, tmp_path, monkeypatch, one_thread
+):
+    saved = []
+    real = train.save_checkpoint
+
+    def save(path, state):
+        saved.append(state["step"])
+        real(path, state)
+
+    monkeypatch.setattr(train, "save_checkpoint", save)
+    _main("--steps", "7", "--set", "checkpoint_every=3", "--out", str(tmp_path))
+    assert saved == [3, 6, 7]
+
+
+def test_the_checkpoint_records_where_in_the_data_the_run_stopped(capsys, tmp_path, one_thread):
+    """With batches of 2,048 sentences an epoch of the reverse task's training split is a
+    few batches: 9 steps cross an epoch boundary, and the checkpoint must say which epoch
+    and which batch of it come next, as training_batches counts them."""
+    task = load_task("reverse")
+    _main("--steps", "9", "--set", "batch_size=2048", "--out", str(tmp_path))
+    checkpoint = train.torch.load(tmp_path / "checkpoint.pt", weights_only=True)
+    batches = train.training_batches(task, 2048, 0, 0, 0)
+    epoch, position, _ = [next(batches) for _ in range(9)][-1]
+    assert epoch >= 1  # the boundary was crossed
+    assert (checkpoint["epoch"], checkpoint["position"]) == (epoch, position)
+
+
+def test_each_rank_seeds_its_own_stream_after_the_init(capsys, tmp_path, monkeypatch, one_thread):
+    seeds = []
+    monkeypatch.setattr(
+        train.Processes, "seed_own_stream", lambda self, seed, step=0: seeds.append((seed, step))
+    )
+    _main("--steps", "1", "--seed", "3", "--out", str(tmp_path))
+    assert seeds == [(3, 0)]
+
+
+def test_times_are_counted_from_zero(capsys, tmp_path, one_thread):
+    started = train.time.perf_counter()
+    _main("--steps", "1", "--out", str(tmp_path))
+    elapsed = train.time.perf_counter() - started
+    metrics = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert metrics["train_seconds"] < elapsed and metrics["eval_seconds"] <= elapsed
+    assert metrics["eval_seconds"] == round(metrics["eval_seconds"], 2)
+
+
+def test_a_resume_at_its_last_step_says_so_naming_the_checkpoint(capsys, tmp_path, one_thread):
+    _main("--steps", "2", "--out", str(tmp_path))
+    _main("--steps", "2", "--out", str(tmp_path), "--resume")
+    path = tmp_path / "checkpoint.pt"
+    assert f"{path} is at step 2 already: evaluating" in capsys.readouterr().err
