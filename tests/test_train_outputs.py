@@ -50,6 +50,7 @@ def test_the_loss_plot_draws_each_loss_its_running_mean_and_the_floor(drawn, n_s
     per_batch, running, floor = loss_ax.get_lines()
     assert np.array_equal(per_batch.get_xdata(), steps)
     assert np.array_equal(per_batch.get_ydata(), losses)
+    assert per_batch.get_linewidth() == 0.8  # thin and grey: the running mean stands out
     assert np.array_equal(running.get_xdata(), steps)
     assert np.allclose(running.get_ydata(), _running_mean(losses, window), rtol=1e-12)
     assert list(floor.get_ydata()) == pytest.approx([smoothed_loss_floor(0.1, 12)] * 2)
