@@ -191,6 +191,8 @@ def test_times_are_counted_from_zero(capsys, tmp_path, one_thread):
     metrics = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert metrics["train_seconds"] < elapsed and metrics["eval_seconds"] <= elapsed
     assert metrics["eval_seconds"] == round(metrics["eval_seconds"], 2)
+    (loss,) = train.torch.load(tmp_path / "checkpoint.pt", weights_only=True)["losses"]
+    assert metrics["final_loss"] == round(loss, 4)  # one step: the mean of one loss
 
 
 def test_a_resume_at_its_last_step_says_so_naming_the_checkpoint(capsys, tmp_path, one_thread):
