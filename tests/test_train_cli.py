@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from test_train import TINY  # the tiny model: milliseconds a step, a checkpoint every 4
 
 from course import train
 from course.data import TASKS, load_task, make_batches
@@ -26,11 +27,6 @@ from course.train import (
     noam_lr,
     parse_args,
 )
-
-# The tiny model of tests/test_train.py: milliseconds a step, a checkpoint every 4 steps.
-TINY = ["--set", "d_model=16", "--set", "n_heads=2", "--set", "n_layers=1", "--set", "d_ff=32",
-        "--set", "warmup=4", "--set", "checkpoint_every=4", "--set", "eval_batch_size=2048",
-        "--device", "cpu"]  # fmt: skip
 
 
 def _run(capsys, *argv: str) -> tuple[int, dict | None, str]:

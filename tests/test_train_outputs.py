@@ -6,6 +6,7 @@ import json
 import matplotlib.pyplot as plt
 import numpy as np
 import pytest
+import test_train
 
 import course.train as train
 from course.data import load_task
@@ -79,9 +80,7 @@ def test_without_label_smoothing_the_floor_is_zero(drawn):
 
 # -------------------------------------------------------------------- the metrics ------
 
-TINY = ["--task", "reverse", "--device", "cpu", "--set", "d_model=16", "--set", "n_heads=2",
-        "--set", "n_layers=1", "--set", "d_ff=32", "--set", "warmup=4",
-        "--set", "eval_batch_size=2048"]  # fmt: skip
+TINY = ["--task", "reverse", *test_train.TINY]  # the tiny model of tests/test_train.py
 
 
 def test_the_metrics_say_how_the_run_went(capsys, tmp_path, one_thread):

@@ -9,6 +9,7 @@ import contextlib
 import json
 
 import pytest
+import test_train
 import torch
 from torch import distributed as dist
 from torch import nn
@@ -212,9 +213,8 @@ def test_a_checkpoint_of_n_processes_holds_every_ranks_random_state(monkeypatch)
 
 # ------------------------------------------------- a rank other than 0, in process ------
 
-TINY = ["--task", "reverse", "--device", "cpu", "--set", "d_model=16", "--set", "n_heads=2",
-        "--set", "n_layers=1", "--set", "d_ff=32", "--set", "warmup=4",
-        "--set", "checkpoint_every=2", "--set", "eval_batch_size=2048"]  # fmt: skip
+# the tiny model of tests/test_train.py, saving every 2 steps (the last --set wins)
+TINY = ["--task", "reverse", *test_train.TINY, "--set", "checkpoint_every=2"]
 
 
 @pytest.fixture
