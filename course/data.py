@@ -79,7 +79,7 @@ from __future__ import annotations
 import functools
 import numbers
 import random
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
 import torch
@@ -176,6 +176,11 @@ class Task:
     tgt_vocab: Vocab
     max_src_len: int
     max_tgt_len: int
+    # Real text (fra-eng): the held-out targets as text, and how output words become text.
+    # Scores then compare detokenize(output words) with these strings, as papers do; for
+    # the generated tasks both are None and the words are compared as they are.
+    references: list[str] | None = None
+    detokenize: Callable[[Sequence[str]], str] | None = None
 
     def __repr__(self) -> str:
         return (
@@ -185,13 +190,17 @@ class Task:
         )
 
 
-TASKS: tuple[str, ...] = (
+GENERATED_TASKS: tuple[str, ...] = (
     "toy-translation",
     "reverse",
     "scan-simple",
     "scan-length",
     "scan-addjump",
 )
+REAL_TASKS: tuple[str, ...] = ("fra-eng",)  # Tatoeba's sentences (course.tatoeba)
+TASKS: tuple[str, ...] = GENERATED_TASKS + REAL_TASKS
+UNK = "<unk>"  # a real task's stand-in for a word its training split never had
+REAL_TEST_FRACTION = 0.1  # of the real tasks' pairs, in whole groups of one English sentence
 
 TEST_FRACTION = 0.2  # of the random splits
 SCAN_LENGTH_CUTOFF = 22  # scan-length trains on commands of at most this many actions
@@ -384,16 +393,57 @@ def _random_split(pairs: Sequence[Pair], seed: int) -> tuple[list[Pair], list[Pa
     return train, test
 
 
+def _with_unknowns(words: Sequence[str], vocab: Vocab) -> tuple[str, ...]:
+    return tuple(word if word in vocab.stoi else UNK for word in words)
+
+
+def _fra_eng_task(seed: int) -> Task:
+    """The PyTorch tutorial's French -> English set, split by whole English sentences.
+
+    The vocabularies hold the words of the training split only, as a model deployed
+    would know them: a held-out word never seen in training becomes <unk> (in the source
+    and in the teacher-forcing target; the references keep the real text).
+    """
+    from course import tatoeba  # the real data: read (or downloaded) only when asked for
+
+    sentences = tatoeba.tutorial_pairs(tatoeba.load_pairs())  # (French, English) strings
+    train_text, test_text = tatoeba.grouped_split(
+        sentences, group=lambda pair: pair[1], test_fraction=REAL_TEST_FRACTION, seed=seed
+    )
+    train = [(tuple(fr.split()), tuple(en.split())) for fr, en in train_text]
+    src_vocab = Vocab([UNK, *(word for source, _ in train for word in source)])
+    tgt_vocab = Vocab([UNK, *(word for _, target in train for word in target)])
+    test = [
+        (_with_unknowns(fr.split(), src_vocab), _with_unknowns(en.split(), tgt_vocab))
+        for fr, en in test_text
+    ]
+    everything = train + test
+    return Task(
+        name="fra-eng",
+        train=train,
+        test=test,
+        src_vocab=src_vocab,
+        tgt_vocab=tgt_vocab,
+        max_src_len=max(len(source) for source, _ in everything),
+        max_tgt_len=max(len(target) for _, target in everything),
+        references=[tatoeba.detokenize(en.split()) for _, en in test_text],
+        detokenize=tatoeba.detokenize,
+    )
+
+
 def load_task(name: str, seed: int = 0) -> Task:
     """The task called `name` (one of TASKS), its random split drawn with `seed`.
 
     scan-length and scan-addjump are fixed splits: `seed` does not change them.
+    fra-eng reads the Tatoeba file (course.tatoeba), downloading it once when absent.
     """
     if name not in TASKS:
         raise ValueError(f"unknown task {name!r}; the known tasks are: {', '.join(TASKS)}")
     if isinstance(seed, bool) or not isinstance(seed, numbers.Integral):
         raise ValueError(f"seed must be an int, got {seed!r} ({type(seed).__name__})")
     seed = int(seed)
+    if name == "fra-eng":
+        return _fra_eng_task(seed)
     if name == "toy-translation":
         train, test = _random_split(_toy_corpus(), seed)
         src_vocab, tgt_vocab = _toy_vocabularies()

@@ -13,7 +13,9 @@ Three limits follow from that one line, and the lesson measures each:
   last hidden state, a vector of d_hidden numbers whatever the length (`Seq2SeqRNN`).
 
 `Seq2SeqRNN` is also the baseline that lesson 09 trains on the Transformer's task:
-GRU or LSTM, with or without Bahdanau-style additive attention.
+GRU or LSTM, with or without Bahdanau-style additive attention. `TutorialSeq2Seq` is
+lesson 11's baseline: the GRU encoder-decoder of PyTorch's translation tutorial, whose
+decoder attends before each GRU step, so that teacher-forced training loops over time.
 
 Shapes, as everywhere in the course: batch first, x (B, T, d_in), hidden states (B, T, d_h).
 """
@@ -27,6 +29,8 @@ from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 from course.attention import masked_softmax
+from course.decoding import _check_args, greedy_loop
+from course.utils import describe, is_token_ids
 
 # ------------------------------------------------------------ vanilla RNN ----------
 
@@ -194,6 +198,27 @@ def digit_task(
 # ------------------------------------------------------------- seq2seq ----------
 
 
+def _padding_at_the_end(real: torch.Tensor, pad_id: int) -> torch.Tensor:
+    """Lengths (B,) of a (B, T_src) mask, True on real tokens; every row must have one real
+    token, and its padding must come after them (what packed sequences need)."""
+    lengths = real.sum(dim=1)  # (B,)
+    if (lengths == 0).any():
+        raise ValueError("every source sequence needs at least one token that is not padding")
+    if (real[:, 1:] & ~real[:, :-1]).any():
+        raise ValueError(f"padding (pad_id={pad_id}) must come at the end of each row")
+    return lengths
+
+
+def _source_mask(src: torch.Tensor, pad_id: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """Check sources (B, T_src); return (mask (B, T_src), True on real tokens; lengths (B,))."""
+    if not isinstance(src, torch.Tensor) or src.dim() != 2:
+        raise ValueError(f"src must be token ids of shape (B, T_src), got {_shape(src)}")
+    if not is_token_ids(src):
+        raise ValueError(f"src must be integer token ids of shape (B, T_src), got {describe(src)}")
+    real = src != pad_id  # (B, T_src)
+    return real, _padding_at_the_end(real, pad_id)
+
+
 class Encoded(NamedTuple):
     """What the encoder hands the decoder."""
 
@@ -264,14 +289,7 @@ class Seq2SeqRNN(nn.Module):
         self.attn: torch.Tensor | None = None
 
     def encode(self, src: torch.Tensor) -> Encoded:
-        if not isinstance(src, torch.Tensor) or src.dim() != 2:
-            raise ValueError(f"src must be token ids of shape (B, T_src), got {_shape(src)}")
-        src_mask = src != self.pad_id  # (B, T_src)
-        lengths = src_mask.sum(dim=1)  # (B,)
-        if (lengths == 0).any():
-            raise ValueError("every source sequence needs at least one token that is not padding")
-        if (src_mask[:, 1:] & ~src_mask[:, :-1]).any():
-            raise ValueError(f"padding (pad_id={self.pad_id}) must come at the end of each row")
+        src_mask, lengths = _source_mask(src, self.pad_id)  # (B, T_src), (B,)
         embedded = self.src_embed(src)  # (B, T_src, d_embed)
         packed = pack_padded_sequence(
             embedded, lengths.cpu(), batch_first=True, enforce_sorted=False
@@ -328,3 +346,136 @@ class Seq2SeqRNN(nn.Module):
             self.attn = torch.cat(weights, dim=1)
         out = torch.stack(tokens, dim=1)  # (B, steps)
         return nn.functional.pad(out, (0, max_len - out.shape[1]), value=self.pad_id)
+
+
+# ------------------------------------------- the PyTorch tutorial's model ----------
+
+
+class TutorialSeq2Seq(nn.Module):
+    """The GRU encoder-decoder of PyTorch's tutorial "Translation with a Sequence to
+    Sequence Network and Attention", in the course's contract (lesson 11's baseline).
+
+    Encoder: embed, dropout, GRU; its states are the memory, its last state starts the
+    decoder. Decoder, at each target step t:
+
+        context_t, weights_t = attention(h_{t-1}, memory)        Bahdanau et al. (2015)
+        h_t = GRU([dropout(embed(y_{t-1})), context_t], h_{t-1})
+        logits_t = out(h_t)
+
+    Attention sits *before* the GRU step and asks with the previous state h_{t-1}; in
+    Seq2SeqRNN it sits after the decoder GRU and asks with h_t (Luong et al., 2015). So
+    here the GRU's input at step t needs h_{t-1}, and even teacher-forced training must
+    loop over the T_tgt target positions one after the other: decode cannot run the
+    decoder GRU over the whole target in one call, as Seq2SeqRNN and the Transformer can.
+
+    encode(src, src_mask=None) -> memory (B, T_src, d_hidden), zeros on padding
+    decode(tgt, memory, src_mask) -> logits (B, T_tgt, tgt_vocab); h_0 is memory at each
+        row's last real token (a one-layer GRU's last output is its last state)
+    forward(src, tgt_in) = decode(tgt_in, encode(src), padding_mask(src, pad_id))
+    generate(src, bos_id, eos_id, max_len): greedy_decode's output, one GRU step a token
+
+    Padding (pad_id) must come at the end of each source row. The latest attention
+    weights, (B, T_tgt, T_src), are kept in `self.attn` for plotting.
+    """
+
+    def __init__(
+        self,
+        src_vocab: int,
+        tgt_vocab: int,
+        d_hidden: int = 128,
+        dropout: float = 0.1,
+        pad_id: int = 0,
+    ):
+        super().__init__()
+        self.pad_id, self.d_hidden = pad_id, d_hidden
+        self.src_embed = nn.Embedding(src_vocab, d_hidden)
+        self.tgt_embed = nn.Embedding(tgt_vocab, d_hidden)
+        self.dropout = nn.Dropout(dropout)
+        self.encoder = nn.GRU(d_hidden, d_hidden, batch_first=True)
+        self.attention = AdditiveAttention(d_hidden)
+        self.decoder = nn.GRU(2 * d_hidden, d_hidden, batch_first=True)  # reads [y, context]
+        self.out = nn.Linear(d_hidden, tgt_vocab)
+        self.attn: torch.Tensor | None = None
+
+    def _real(self, src_mask, B: int, T_src: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """The course's padding mask (B, 1, 1, T_src) -> (real (B, T_src), lengths (B,))."""
+        if not (
+            isinstance(src_mask, torch.Tensor)
+            and src_mask.dtype == torch.bool
+            and tuple(src_mask.shape) == (B, 1, 1, T_src)
+        ):
+            raise ValueError(
+                f"src_mask must be a bool padding mask of shape (B, 1, 1, T_src) = "
+                f"{(B, 1, 1, T_src)} (course.masking.padding_mask), got {describe(src_mask)}"
+            )
+        real = src_mask[:, 0, 0]  # (B, 1, 1, T_src) -> (B, T_src)
+        return real, _padding_at_the_end(real, self.pad_id)
+
+    def encode(self, src: torch.Tensor, src_mask: torch.Tensor | None = None) -> torch.Tensor:
+        real, lengths = _source_mask(src, self.pad_id)  # (B, T_src), (B,)
+        if src_mask is not None:
+            real, lengths = self._real(src_mask, *src.shape)
+        embedded = self.dropout(self.src_embed(src))  # (B, T_src) -> (B, T_src, H)
+        packed = pack_padded_sequence(
+            embedded, lengths.cpu(), batch_first=True, enforce_sorted=False
+        )
+        states, _ = self.encoder(packed)  # each row stops at its last real token
+        memory, _ = pad_packed_sequence(
+            states, batch_first=True, total_length=src.shape[1]
+        )  # (B, T_src, H), zeros on padding
+        return memory
+
+    def _step(self, token, h, memory, real):
+        """One decoder step: y_{t-1} (B, 1), h_{t-1} (1, B, H) -> logits (B, 1, V), h_t, weights."""
+        embedded = self.dropout(self.tgt_embed(token))  # (B, 1) -> (B, 1, H)
+        query = h.transpose(0, 1)  # (1, B, H) -> (B, 1, H): the previous state asks
+        context, weights = self.attention(query, memory, real)  # (B, 1, H), (B, 1, T_src)
+        x = torch.cat([embedded, context], dim=-1)  # (B, 1, 2H)
+        output, h = self.decoder(x, h)  # (B, 1, H), h_t (1, B, H)
+        return self.out(output), h, weights  # (B, 1, H) -> (B, 1, V)
+
+    def _start(self, memory, src_mask):
+        """real (B, T_src), h_0 (1, B, H): memory at each row's last real token."""
+        if not isinstance(memory, torch.Tensor) or memory.dim() != 3:
+            raise ValueError(f"memory must have shape (B, T_src, d_hidden), got {_shape(memory)}")
+        real, lengths = self._real(src_mask, *memory.shape[:2])  # (B, T_src), (B,)
+        rows = torch.arange(memory.shape[0], device=memory.device)  # (B,)
+        return real, memory[rows, lengths.to(memory.device) - 1][None]  # (B, H) -> (1, B, H)
+
+    def decode(self, tgt: torch.Tensor, memory: torch.Tensor, src_mask: torch.Tensor):
+        real, h = self._start(memory, src_mask)  # (B, T_src), h_0 (1, B, H)
+        if not is_token_ids(tgt) or tgt.shape[0] != memory.shape[0]:
+            raise ValueError(
+                f"tgt must be integer token ids (B={memory.shape[0]}, T_tgt), got {describe(tgt)}"
+            )
+        logits, weights = [], []
+        for t in range(tgt.shape[1]):  # h_t needs h_{t-1}: one position after the other
+            step_logits, h, step_weights = self._step(tgt[:, t : t + 1], h, memory, real)
+            logits.append(step_logits)  # (B, 1, V)
+            weights.append(step_weights)  # (B, 1, T_src)
+        self.attn = torch.cat(weights, dim=1).detach()  # (B, T_tgt, T_src)
+        return torch.cat(logits, dim=1)  # (B, T_tgt, V)
+
+    def forward(self, src: torch.Tensor, tgt_in: torch.Tensor) -> torch.Tensor:
+        memory = self.encode(src)  # (B, T_src, H); checks src
+        return self.decode(tgt_in, memory, (src != self.pad_id)[:, None, None])  # (B, T_tgt, V)
+
+    @torch.no_grad()
+    def generate(self, src: torch.Tensor, bos_id: int, eos_id: int, max_len: int) -> torch.Tensor:
+        """greedy_decode's (B, T_out) tokens, carrying the GRU's state: one step per token."""
+        memory = self.encode(src)  # (B, T_src, H); checks src
+        _check_args(self, src, max_len, bos_id, eos_id)
+        real, h = self._start(memory, (src != self.pad_id)[:, None, None])  # h_0 (1, B, H)
+        weights = []
+
+        def newest_token_logits(tokens: torch.Tensor) -> torch.Tensor:  # (B, t) -> (B, V)
+            nonlocal h
+            logits, h, step_weights = self._step(tokens[:, -1:], h, memory, real)
+            weights.append(step_weights)  # (B, 1, T_src)
+            return logits[:, 0]  # (B, 1, V) -> (B, V)
+
+        out = greedy_loop(
+            newest_token_logits, src.shape[0], max_len, bos_id, eos_id, self.pad_id, src.device
+        )  # (B, T_out)
+        self.attn = torch.cat(weights, dim=1)  # (B, T_out, T_src)
+        return out

@@ -29,3 +29,22 @@ def one_thread():
     torch.set_num_threads(1)
     yield
     torch.set_num_threads(threads)
+
+
+@pytest.fixture(scope="session")
+def sample_data_dir(tmp_path_factory):
+    """A data directory holding a generated eng-fra.txt (tests/_tatoeba_sample.py)."""
+    from _tatoeba_sample import write_sample
+
+    directory = tmp_path_factory.mktemp("course-data")
+    write_sample(directory / "eng-fra.txt")
+    return directory
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _no_real_data(sample_data_dir):
+    """Every test reads the generated sample, never the real Tatoeba file, never the network
+    (session-wide, so that module-scoped fixtures see it too)."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("COURSE_DATA_DIR", str(sample_data_dir))
+        yield

@@ -18,7 +18,7 @@ import torch
 import torch.nn.functional as F
 
 from course import train
-from course.data import BOS_ID, EOS_ID, PAD_ID, load_task
+from course.data import BOS_ID, EOS_ID, GENERATED_TASKS, PAD_ID, REAL_TASKS, load_task
 from course.train import (
     CONFIGS,
     build_optimizer,
@@ -322,7 +322,9 @@ def test_asking_for_a_missing_gpu(capsys, tmp_path):
 def test_every_task_has_a_complete_config():
     keys = set(CONFIGS["toy-translation"])
     assert set(CONFIGS) == set(train.TASKS)
-    assert all(set(config) == keys for config in CONFIGS.values())
+    real = keys | set(train.REAL_DEFAULTS)  # the real task's settings, time_budget, ...
+    assert all(set(CONFIGS[name]) == keys for name in GENERATED_TASKS)
+    assert all(set(CONFIGS[name]) == real for name in REAL_TASKS)
 
 
 def test_rotary_positions_from_the_command_line(capsys, tmp_path):

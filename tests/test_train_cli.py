@@ -92,6 +92,24 @@ def test_the_task_defaults_are_the_measured_ones():
         "scan-simple": scan,
         "scan-length": scan,
         "scan-addjump": scan,
+        "fra-eng": {
+            **common,
+            "architecture": "transformer",
+            "time_budget": 600.0,
+            "schedule": "noam",
+            "lr": 1e-3,
+            "beam_size": 4,
+            "d_model": 128,
+            "n_heads": 4,
+            "n_layers": 2,
+            "d_ff": 512,
+            "dropout": 0.1,
+            "steps": 100_000,
+            "batch_size": 64,
+            "warmup": 400,
+            "lr_factor": 1.0,
+            "checkpoint_every": 500,
+        },
     }
     # each task its own dict: editing one task's settings changes no other task's
     assert len({id(config) for config in CONFIGS.values()}) == len(CONFIGS)
