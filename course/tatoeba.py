@@ -176,10 +176,11 @@ def _fetch(url: str, progress: bool, timeout: float) -> bytes:
 def _unzip_member(archive: bytes, member: str, url: str) -> bytes:
     try:
         with zipfile.ZipFile(io.BytesIO(archive)) as zipped:
-            if member not in zipped.namelist():
+            names = zipped.namelist()
+            if member not in names:
+                shown = ", ".join(names[:5]) + (" ..." if len(names) > 5 else "")
                 raise DataUnavailable(
-                    f"the zip from {url} has no member {member} (it has: "
-                    f"{', '.join(zipped.namelist()[:5])}{' ...' if len(zipped.namelist()) > 5 else ''}). "
+                    f"the zip from {url} has no member {member} (it has: {shown}). "
                     "Nothing was written."
                 )
             return zipped.read(member)

@@ -16,8 +16,8 @@ from course import data
 from course.data import (
     BOS_ID,
     EOS_ID,
-    PAD_ID,
     GENERATED_TASKS,
+    PAD_ID,
     TASKS,
     Task,
     Vocab,
