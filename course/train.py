@@ -163,6 +163,21 @@ CONFIGS: dict[str, dict] = {
         "checkpoint_every": 500,
     },
 }
+# --model tutorial-gru: the PyTorch tutorial's model with the tutorial's own recipe (hidden
+# size 128, dropout 0.1, Adam at a constant 0.001, batches of 32, greedy decoding), on top
+# of the task's settings; --set still overrides any of them.
+MODELS: dict[str, dict] = {
+    "transformer": {},
+    "tutorial-gru": dict(
+        architecture="tutorial-gru",
+        d_model=128,
+        dropout=0.1,
+        schedule="constant",
+        lr=1e-3,
+        batch_size=32,
+        beam_size=1,
+    ),
+}
 # The settings of the real task that the generated ones leave at these values.
 REAL_DEFAULTS = {"architecture": "transformer", "time_budget": 0.0, "schedule": "noam",
                  "lr": 1e-3, "beam_size": 1}  # fmt: skip
@@ -733,6 +748,13 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         "The last line on stdout is the metrics as one JSON object.",
     )
     parser.add_argument("--task", required=True, choices=TASKS, help="which task to learn")
+    parser.add_argument(
+        "--model",
+        choices=tuple(MODELS),
+        default="transformer",
+        help="the course's Transformer (default), or the PyTorch tutorial's GRU with attention "
+        "and its recipe (lesson 11's baseline; output in runs/<task>-tutorial-gru)",
+    )
     parser.add_argument("--steps", type=int, help="optimizer steps (default: the task's)")
     parser.add_argument("--seed", type=int, default=0, help="seeds data order, init, dropout")
     parser.add_argument("--device", default="auto", help="auto (cuda if present), cpu, cuda")
@@ -827,7 +849,7 @@ def run(args: argparse.Namespace) -> dict | None:
     Under torchrun each process calls it: rank 0 returns the metrics, the others None.
     """
     processes = Processes.from_environment()
-    config = dict(CONFIGS[args.task])
+    config = {**CONFIGS[args.task], **MODELS[args.model]}
     for text in args.set:
         key, value = _parse_override(text, config)
         config[key] = value
@@ -851,6 +873,11 @@ def run(args: argparse.Namespace) -> dict | None:
     ):
         if key in config and not allowed(config[key]):
             raise UsageError(f"{key} must be {rule}, got {config[key]!r}")
+    if config.get("time_budget") and processes.world_size > 1:
+        raise UsageError(
+            "time_budget counts each process's own seconds, so under torchrun the processes "
+            "could stop at different steps: pass --set time_budget=0 and --steps N"
+        )
     if config["batch_size"] < processes.world_size:
         raise UsageError(
             f"batch_size is the global batch, split across the {processes.world_size} "
@@ -865,7 +892,8 @@ def _train_and_evaluate(
     args: argparse.Namespace, config: dict, device: torch.device, processes: Processes
 ) -> dict | None:
     """run()'s work once the configuration and the device are settled (inside the group)."""
-    out = args.out if args.out is not None else Path("runs") / args.task
+    default_out = args.task if args.model == "transformer" else f"{args.task}-{args.model}"
+    out = args.out if args.out is not None else Path("runs") / default_out
     checkpoint_path = out / CHECKPOINT
     checkpoint = None
     if args.resume:  # checked before anything is written; every rank reads it
@@ -953,6 +981,8 @@ def _train_and_evaluate(
         desc=f"train {args.task}",
         progress=processes.main,
     )
+    if budget is not None and not spent and step % config["checkpoint_every"] != 0:
+        save()  # the time ran out between two checkpoints: keep the last step too
     if not processes.main:
         return None  # rank 0 evaluates and writes; this rank waits for it (Processes.group)
     if checkpoint is not None and checkpoint["step"] == step:
