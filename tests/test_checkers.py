@@ -30,6 +30,7 @@ from course import (
     multihead,
     positional,
     rnn,
+    tatoeba,
 )
 from course.check import EXERCISES
 
@@ -49,12 +50,20 @@ REFERENCES = {
     "DecoderLayer": layers.DecoderLayer,  # lesson 08
     "greedy_decode": decoding.greedy_decode,  # lesson 09
     "kv_cache_attention": efficient.kv_cache_attention,  # lesson 10
+    "grouped_split": tatoeba.grouped_split,  # lesson 11
 }
 # Exercises whose answer is a constant of its integer arguments (a table, a boolean mask),
-# or token ids chosen by argmax under torch.no_grad() (greedy_decode): nothing flows
-# backward through them, so the backward mutations below do not apply. Their checkers
-# judge what such an answer can get wrong instead (dtype, shape, values).
-NOT_DIFFERENTIABLE = {"sinusoidal_encoding", "causal_mask", "padding_mask", "greedy_decode"}
+# token ids chosen by argmax under torch.no_grad() (greedy_decode), or lists of items with
+# no tensor at all (grouped_split): nothing flows backward through them, so the backward
+# mutations below do not apply. Their checkers judge what such an answer can get wrong
+# instead (dtype, shape, values; for grouped_split, the properties of its splits).
+NOT_DIFFERENTIABLE = {
+    "sinusoidal_encoding",
+    "causal_mask",
+    "padding_mask",
+    "greedy_decode",
+    "grouped_split",
+}
 NAMES = list(EXERCISES)
 
 
