@@ -450,6 +450,7 @@ def evaluate(
             {"output": h, "reference": r}
             for h, r in list(zip(hypotheses, references, strict=True))[:3]
         ],
+        "outputs": hypotheses,  # every output, in the order of the pairs
     }
 
 

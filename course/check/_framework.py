@@ -572,6 +572,7 @@ LESSON_OF_MODULE = {
     "transformer": "08",
     "decoding": "09",
     "efficient": "10",
+    "data": "11",
 }
 LESSON_OF_EXERCISE = {"scaled_dot_product_attention": "03"}
 
