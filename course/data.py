@@ -393,6 +393,21 @@ def _random_split(pairs: Sequence[Pair], seed: int) -> tuple[list[Pair], list[Pa
     return train, test
 
 
+def _task(name, train, test, src_vocab, tgt_vocab, **text) -> Task:
+    """A Task, its longest source and target measured over both splits."""
+    everything = train + test
+    return Task(
+        name=name,
+        train=train,
+        test=test,
+        src_vocab=src_vocab,
+        tgt_vocab=tgt_vocab,
+        max_src_len=max(len(source) for source, _ in everything),
+        max_tgt_len=max(len(target) for _, target in everything),
+        **text,
+    )
+
+
 def _with_unknowns(words: Sequence[str], vocab: Vocab) -> tuple[str, ...]:
     return tuple(word if word in vocab.stoi else UNK for word in words)
 
@@ -417,15 +432,12 @@ def _fra_eng_task(seed: int) -> Task:
         (_with_unknowns(fr.split(), src_vocab), _with_unknowns(en.split(), tgt_vocab))
         for fr, en in test_text
     ]
-    everything = train + test
-    return Task(
-        name="fra-eng",
-        train=train,
-        test=test,
-        src_vocab=src_vocab,
-        tgt_vocab=tgt_vocab,
-        max_src_len=max(len(source) for source, _ in everything),
-        max_tgt_len=max(len(target) for _, target in everything),
+    return _task(
+        "fra-eng",
+        train,
+        test,
+        src_vocab,
+        tgt_vocab,
         references=[tatoeba.detokenize(en.split()) for _, en in test_text],
         detokenize=tatoeba.detokenize,
     )
@@ -461,16 +473,7 @@ def load_task(name: str, seed: int = 0) -> Task:
             train = [p for p in pairs if "jump" not in p[0] or p[0] == ("jump",)]
             test = [p for p in pairs if "jump" in p[0] and p[0] != ("jump",)]
         src_vocab, tgt_vocab = Vocab(SCAN_COMMAND_WORDS), Vocab(SCAN_ACTIONS)
-    everything = train + test
-    return Task(
-        name=name,
-        train=train,
-        test=test,
-        src_vocab=src_vocab,
-        tgt_vocab=tgt_vocab,
-        max_src_len=max(len(source) for source, _ in everything),
-        max_tgt_len=max(len(target) for _, target in everything),
-    )
+    return _task(name, train, test, src_vocab, tgt_vocab)
 
 
 # ---------------------------------------------------------------------------------------

@@ -38,14 +38,12 @@ Two views of the pairs serve the lessons:
 
 from __future__ import annotations
 
-import contextlib
 import gzip
 import hashlib
 import io
 import os
 import random
 import re
-import secrets
 import sys
 import unicodedata
 import urllib.error
@@ -54,6 +52,8 @@ import zipfile
 from collections.abc import Callable, Hashable, Sequence
 from pathlib import Path
 from typing import TypeVar
+
+from course.utils import write_atomically
 
 FILE_NAME = "eng-fra.txt"
 URL = "https://download.pytorch.org/tutorial/data.zip"
@@ -141,7 +141,7 @@ def find_or_download(
     _check_download(text, url, lines, sha256)
     directory.mkdir(parents=True, exist_ok=True)
     path = directory / FILE_NAME
-    write_atomically(path, text)
+    write_atomically(path, lambda file: file.write(text))
     return path
 
 
@@ -206,21 +206,6 @@ def _check_download(text: bytes, url: str, lines: int, sha256: str) -> None:
             f"is {digest}, expected {sha256}. Nothing was written. If the source changed its "
             f"file, put the one you trust into the data directory yourself."
         )
-
-
-def write_atomically(path: Path, data: bytes) -> None:
-    """`data` into a temporary file beside `path`, then renamed into place (os.replace)."""
-    temporary = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
-    try:
-        with open(temporary, "xb") as file:
-            file.write(data)
-            file.flush()
-            os.fsync(file.fileno())
-        os.replace(temporary, path)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(temporary)
-        raise
 
 
 # ------------------------------------------------------------------- reading it --

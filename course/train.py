@@ -59,7 +59,6 @@ import contextlib
 import json
 import math
 import os
-import secrets
 import sys
 import time
 from collections.abc import Callable, Iterator
@@ -76,6 +75,7 @@ from course.data import BOS_ID, EOS_ID, PAD_ID, TASKS, load_task, make_batches
 from course.decoding import greedy_decode
 from course.transformer import Transformer
 from course.utils import seed_everything
+from course.utils import write_atomically as _write_atomically
 
 # Adam's moments as in the paper (section 5.3): beta2 = 0.98 instead of the usual 0.999
 # forgets old squared gradients faster, which steadies the first, noisy steps.
@@ -452,26 +452,6 @@ def evaluate(
         ],
         "outputs": hypotheses,  # every output, in the order of the pairs
     }
-
-
-def _write_atomically(path: Path, write) -> None:
-    """write(file) into a temporary file beside `path`, then rename it into place.
-
-    os.replace is atomic on one file system: a reader (or a run resumed after a crash)
-    sees the old file or the new one, never half of one. On any error the temporary file
-    is removed and the old file is left as it was.
-    """
-    temporary = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
-    try:
-        with open(temporary, "xb") as file:  # a new file, with the umask's permissions
-            write(file)
-            file.flush()
-            os.fsync(file.fileno())
-        os.replace(temporary, path)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(temporary)
-        raise
 
 
 def save_checkpoint(path: Path, state: dict) -> None:

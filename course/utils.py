@@ -1,9 +1,13 @@
-"""Small helpers every lesson uses: seeding, choosing a device, comparing, timing, and
-the words of error messages."""
+"""Small helpers every lesson uses: seeding, choosing a device, comparing, timing, the
+words of error messages, and writing a file so that no reader ever sees half of it."""
 
+import contextlib
+import os
 import random
+import secrets
 import time
 from collections.abc import Callable
+from pathlib import Path
 
 import numpy as np
 import torch
@@ -59,3 +63,23 @@ def is_token_ids(x: object) -> bool:
         and x.dim() == 2
         and not (x.dtype.is_floating_point or x.dtype.is_complex or x.dtype == torch.bool)
     )
+
+
+def write_atomically(path: Path, write: Callable) -> None:
+    """write(file) into a temporary file beside `path`, then rename it into place.
+
+    os.replace is atomic on one file system: a reader (or a run resumed after a crash)
+    sees the old file or the new one, never half of one. On any error the temporary file
+    is removed and the old file is left as it was.
+    """
+    temporary = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
+    try:
+        with open(temporary, "xb") as file:  # a new file, with the umask's permissions
+            write(file)
+            file.flush()
+            os.fsync(file.fileno())
+        os.replace(temporary, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(temporary)
+        raise

@@ -60,7 +60,6 @@ seed_everything(0)
 
 # %%
 print(tatoeba.ATTRIBUTION)
-print("data directory:", "$COURSE_DATA_DIR" if "COURSE_DATA_DIR" in __import__("os").environ else "data/")
 pairs = tatoeba.load_pairs()
 print(f"{len(pairs):,} (English, French) pairs")
 for english, french in random.Random(1).sample(pairs, 5):
@@ -122,21 +121,22 @@ print(f"English words seen once: {sum(c == 1 for c in english_words.values()):,}
 # %% [markdown]
 # ## 3. A test set that does not leak
 #
-# Tatoeba often has several French sentences for one English one: "tu es fatigue ." and
-# "vous etes fatigue ." (familiar and polite *you*), "vous etes fatigues ." (plural), all
-# translated "you re tired .". Count them:
+# Tatoeba often has several French sentences for one English one: "tu es tres timide ."
+# and "vous etes tres timide ." (familiar and polite *you*), "vous etes tres timides ."
+# (plural), "tu es fort timide ." (another word for *very*), all translated "you re very
+# timid .". Count them:
 
 # %%
 translations = Counter(english for _, english in sentences)
 repeated = {english: n for english, n in translations.items() if n > 1}
 print(f"{len(translations):,} distinct English sentences; {len(repeated):,} of them have "
       f"2 or more French sentences ({sum(repeated.values()):,} pairs)")
-example = "you re tired ."
+example = "you re very timid ."
 print(f"the French sentences of {example!r}:", [f for f, e in sentences if e == example])
 
 # %% [markdown]
-# A split drawn pair by pair puts "tu es fatigue ." in training and "vous etes fatigue ." in
-# the test set. At test time the model only has to remember the English answer it was
+# A split drawn pair by pair puts "tu es tres timide ." in training and "vous etes tres
+# timide ." in the test set. At test time the model only has to remember the English answer it was
 # taught for a sentence one word away. The score then measures memory, not translation.
 # How much of a random 10% test set would be such a leak?
 
@@ -151,8 +151,8 @@ print(f"random split: {leaked} of {len(random_test)} test pairs ({leaked / len(r
       "have their English answer in the training split")
 
 # %% [markdown]
-# A third of the test set. (A prototype of this lesson scored 48.8 BLEU on a random split
-# and 27.4 once the split was grouped by English sentence: most of the difference was
+# More than half of the test set. (A prototype of this lesson scored 48.8 BLEU on a random
+# split and 27.4 once the split was grouped by English sentence: most of the difference was
 # this leak.)
 #
 # ### Exercise: `grouped_split`
@@ -330,9 +330,9 @@ for name, decode in [
           f"exact match {r['exact_match']:6.1%}   ({seconds:.1f} s)")
 
 # %% [markdown]
-# These numbers are **not comparable with the paper's** 27.3 and 41.0 BLEU: those are
-# WMT 2014 news sentences of 20 to 30 words, English into German or French, against one
-# professional reference each. Here the sentences are short and formulaic ("i m ..."), in
+# These numbers are **not comparable with the paper's** 28.4 and 41.0 BLEU (its big model,
+# English into German and into French): those are WMT 2014 news sentences, much longer,
+# against one professional reference each, after training on 4.5 and 36 million pairs. Here the sentences are short and formulaic ("i m ..."), in
 # the easier direction into English, and held out by whole English sentence. The README
 # gives the ten-minute run's scores over three seeds, and the tutorial model's beside them.
 #
@@ -370,15 +370,15 @@ print(f"wrong outputs that start with the reference's first two words: {same_sta
 # %% [markdown]
 # ## 7. Cross-attention on real word order
 #
-# French puts most adjectives after the noun: "une voiture rouge", "a red car". Which
+# French puts most adjectives after the noun: "un homme honnete", "an honest man". Which
 # French word does each English word read? The cross-attention of the last decoder layer,
-# averaged over its heads:
+# averaged over its heads, for two such sentences of the data:
 
-# %%
+# %% tags=["nbval-ignore-output"]
 from course.plotting import attention_heatmap
 from course.translate import translate
 
-for example in ["il est un homme riche .", "elle est une femme tres intelligente ."]:
+for example in ["c est un homme honnete .", "je suis une femme mariee ."]:
     result = translate(model, task, example)
     attention_heatmap(result.attention, queries=result.output_words, keys=result.source_words,
                       title=f"{example!r} -> {result.text!r}")
@@ -386,8 +386,8 @@ for example in ["il est un homme riche .", "elle est une femme tres intelligente
 
 # %% [markdown]
 # Each row is an English word being written; each column a French word being read. Where
-# the model has learned the sentence, the brightest cell of "rich" sits under "riche",
-# after "homme", although "rich" comes before "man": attention looks the word up wherever
+# the model has learned the sentence, the brightest cell of "honest" sits under "honnete",
+# after "homme", although "honest" comes before "man": attention looks the word up wherever
 # it is, with no alignment given during training. A model trained only a minute may not
 # show it yet; the ten-minute checkpoint of the command line does more often
 # (`python -m course.translate --attention map.png "..."`).
