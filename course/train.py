@@ -181,6 +181,14 @@ MODELS: dict[str, dict] = {
 # The settings of the real task that the generated ones leave at these values.
 REAL_DEFAULTS = {"architecture": "transformer", "time_budget": 0.0, "schedule": "noam",
                  "lr": 1e-3, "beam_size": 1}  # fmt: skip
+
+
+def _setting(config: dict, key: str):
+    """config[key], or REAL_DEFAULTS[key] for a configuration without it (a generated task's,
+    or a checkpoint's from before the real task)."""
+    return config.get(key, REAL_DEFAULTS[key])
+
+
 # What may differ between a checkpoint and the run that resumes it: how far to train and
 # how often to save change nothing in the steps that both take.
 RESUMABLE_CHANGES = ("steps", "checkpoint_every", "eval_batch_size")
@@ -210,7 +218,7 @@ def noam_lr(step: int, d_model: int, warmup: int, factor: float = 1.0) -> float:
 def build_model(task, config: dict) -> nn.Module:
     """The model for `task`'s vocabularies, sized by `config`: the Transformer, or (with
     architecture="tutorial-gru") the PyTorch tutorial's GRU with attention."""
-    architecture = config.get("architecture", "transformer")
+    architecture = _setting(config, "architecture")
     if architecture == "tutorial-gru":
         from course.rnn import TutorialSeq2Seq
 
@@ -249,7 +257,7 @@ def build_optimizer(model: nn.Module, config: dict):
     """
     optimizer = torch.optim.Adam(model.parameters(), lr=1.0, betas=ADAM_BETAS, eps=ADAM_EPS)
     d_model, warmup, factor = config["d_model"], config["warmup"], config["lr_factor"]
-    if config.get("schedule", "noam") == "constant":  # the tutorial's fixed rate
+    if _setting(config, "schedule") == "constant":  # the tutorial's fixed rate
         rate = config["lr"]
         schedule = lambda step: rate  # noqa: E731
     else:
@@ -487,7 +495,7 @@ def plot_losses(path: Path, losses: list[float], config: dict, task_name: str, v
         sum(losses[max(0, i - window + 1) : i + 1]) / (i + 1 - max(0, i - window + 1))
         for i in range(len(losses))
     ]
-    if config.get("schedule", "noam") == "constant":
+    if _setting(config, "schedule") == "constant":
         lrs = [config["lr"] for _ in steps]
     else:
         lrs = [noam_lr(s, config["d_model"], config["warmup"], config["lr_factor"]) for s in steps]
@@ -505,7 +513,7 @@ def plot_losses(path: Path, losses: list[float], config: dict, task_name: str, v
     lr_ax.plot(steps, lrs, color="C1")
     lr_ax.set_title(
         f"learning rate: constant {config['lr']:g}"
-        if config.get("schedule", "noam") == "constant"
+        if _setting(config, "schedule") == "constant"
         else f"learning rate: warm-up {config['warmup']} steps, then 1/sqrt(step)"
     )
     lr_ax.set_xlabel("step")
@@ -755,21 +763,21 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 def _remaining_budget(config: dict, seconds_so_far: float) -> float | None:
     """The training seconds left of config's time_budget (None: no budget)."""
-    budget = config.get("time_budget", 0.0)
+    budget = _setting(config, "time_budget")
     return budget - seconds_so_far if budget else None
 
 
 def _decoder(config: dict, beam: bool = True) -> Callable:
     """How evaluation decodes: greedy, or beam search (alpha 0.6) with beam_size > 1. The
     Transformer's greedy decoding uses lesson 10's KV cache on the real task."""
-    beam_size = config.get("beam_size", 1) if beam else 1
+    beam_size = _setting(config, "beam_size") if beam else 1
     if beam_size > 1:
         from course.decoding import beam_search
 
         return lambda model, src, max_len, bos, eos: beam_search(
             model, src, max_len, bos, eos, beam_size=beam_size, alpha=0.6
         )
-    if config.get("architecture") == "tutorial-gru":  # one GRU step a token
+    if _setting(config, "architecture") == "tutorial-gru":  # one GRU step a token
         return lambda model, src, max_len, bos, eos: model.generate(src, bos, eos, max_len)
     if config.get("architecture") == "transformer":  # set for the real task only
         from course.efficient import cached_greedy_decode
@@ -854,7 +862,7 @@ def run(args: argparse.Namespace) -> dict | None:
     ):
         if key in config and not allowed(config[key]):
             raise UsageError(f"{key} must be {rule}, got {config[key]!r}")
-    if config.get("time_budget") and processes.world_size > 1:
+    if _setting(config, "time_budget") and processes.world_size > 1:
         raise UsageError(
             "time_budget counts each process's own seconds, so under torchrun the processes "
             "could stop at different steps: pass --set time_budget=0 and --steps N"
@@ -971,7 +979,7 @@ def _train_and_evaluate(
 
     eval_started = time.perf_counter()
     results = evaluate(model, task, device, config["eval_batch_size"], decode=_decoder(config))
-    if config.get("beam_size", 1) > 1:  # greedy beside beam search, on the same model
+    if _setting(config, "beam_size") > 1:  # greedy beside beam search, on the same model
         greedy = evaluate(
             model, task, device, config["eval_batch_size"], decode=_decoder(config, beam=False)
         )
@@ -991,8 +999,10 @@ def _train_and_evaluate(
         "final_loss": round(sum(losses[-100:]) / max(1, len(losses[-100:])), 4),
         "n_test": results["n_test"],
         "eval_seconds": round(time.perf_counter() - eval_started, 2),
-        "decoding": "greedy" if config.get("beam_size", 1) == 1 else f"beam {config['beam_size']}",
-        "architecture": config.get("architecture", "transformer"),
+        "decoding": "greedy"
+        if _setting(config, "beam_size") == 1
+        else f"beam {config['beam_size']}",
+        "architecture": _setting(config, "architecture"),
         "bleu_tokenize": "13a" if task.references is not None else "none",
         "threads": torch.get_num_threads(),
         "processes": processes.world_size,

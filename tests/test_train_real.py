@@ -55,8 +55,8 @@ def test_the_real_task_trains_for_its_time_budget_and_reports_beam_and_greedy(ca
                           "--set", "beam_size=2", "--set", "eval_batch_size=64")  # fmt: skip
     metrics = json.loads(out.splitlines()[-1])
     assert status == 0
-    assert 1.5 <= metrics["train_seconds"] < 1.5 + 10  # stopped after the step that crossed it
-    assert metrics["steps"] >= 1
+    assert metrics["train_seconds"] >= 1.5  # it stopped after the step that crossed the budget,
+    assert 1 <= metrics["steps"] < train.CONFIGS["fra-eng"]["steps"]  # not at the step ceiling
     assert metrics["decoding"] == "beam 2" and metrics["architecture"] == "transformer"
     assert metrics["bleu_tokenize"] == "13a" and 0 <= metrics["chrf"] <= 100
     assert set(metrics["greedy"]) == {"exact_match", "bleu", "chrf"}
