@@ -128,7 +128,7 @@ _SCAN = dict(steps=6000, checkpoint_every=500)
 # schedule "noam" (the paper's warm-up, lr_factor) or "constant" (lr, the tutorial's Adam
 # rate); beam_size 1 decodes greedily, more with beam search (alpha 0.6).
 #
-# What mattered, from 15 runs of 260-390 s on 2 cores each (seed 0, README "Lesson 11"):
+# What mattered, from 13 runs of 260-390 s on 2 cores each (seed 0, README "Lesson 11"):
 # dropout 0.1, not 0.3 (0.3 and 0.2 left the model guessing "i m very busy." at 10-14
 # BLEU: 9,539 short pairs are little data, but 10 minutes is too few steps to need much
 # regularisation); 2 layers rather than 3 (more steps in the same time: 42.4 against
