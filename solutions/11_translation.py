@@ -25,17 +25,15 @@ import time
 from collections import Counter
 
 import matplotlib.pyplot as plt
-import torch
 from torch import nn
 
 from course import check, tatoeba
-from course.data import BOS_ID, EOS_ID, PAD_ID, UNK, load_task
+from course.data import PAD_ID, UNK, load_task
 from course.train import (
     CONFIGS,
     build_model,
     build_optimizer,
     evaluate,
-    text_scores,
     train_steps,
     training_batches,
 )
@@ -248,7 +246,7 @@ word_length = sum(len(s) for s, _ in task.test) / len(task.test)
 char_length = sum(len(" ".join(s)) for s, _ in task.test) / len(task.test)
 print(f"{'vocabulary':>22} {'size':>7} {'pieces per French test sentence':>33}")
 print(f"{'characters':>22} {'~40':>7} {char_length:>33.1f}")
-for V, vocab in vocabularies.items():
+for vocab in vocabularies.values():
     print(f"{'BPE (shared)':>22} {len(vocab):>7,} {average_length(vocab, test_french):>33.1f}")
 print(f"{'words (French only)':>22} {len(task.src_vocab):>7,} {word_length:>33.1f}  "
       f"+ {unknown_sources} sentences with <unk>")
