@@ -41,10 +41,11 @@ def sample_data_dir(tmp_path_factory):
     return directory
 
 
-@pytest.fixture(scope="session", autouse=True)
+@pytest.fixture(scope="module", autouse=True)
 def _no_real_data(sample_data_dir):
     """Every test reads the generated sample, never the real Tatoeba file, never the network
-    (session-wide, so that module-scoped fixtures see it too)."""
+    (module-wide, so that module-scoped fixtures see it too; undone after each module, so
+    that the notebooks nbval runs afterwards read the real data)."""
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("COURSE_DATA_DIR", str(sample_data_dir))
         yield
