@@ -20,6 +20,9 @@ Both return token ids (B, T_out), T_out <= max_len: without the <bos>, with each
 sentence's <eos>, and the model's pad_id after it. `sequence_scores` rescores any such
 output under the model, which is how beam search and greedy are compared.
 
+The searches themselves, `greedy_loop` and `beam_loop`, take any next-token scorer: here
+the decoder over the whole prefix, in lesson 10 (course.efficient) a KV cache.
+
 `model` is anything with encode(src, src_mask) -> memory, decode(tgt, memory, src_mask)
 -> logits (B, T, V) and pad_id, as course.transformer.Transformer. Putting it in eval
 mode (no dropout) is the caller's job; no gradients are kept.
@@ -145,6 +148,13 @@ def sequence_scores(
     return total / length_penalty(lengths.float(), alpha)  # (B,)
 
 
+def _check_beam(beam_size, alpha) -> None:
+    if isinstance(beam_size, bool) or not isinstance(beam_size, numbers.Integral) or beam_size < 1:
+        raise ValueError(f"beam_size must be a positive int, got {beam_size!r}")
+    if isinstance(alpha, bool) or not isinstance(alpha, numbers.Real) or alpha < 0:
+        raise ValueError(f"alpha must be a number >= 0 (0: no length penalty), got {alpha!r}")
+
+
 @torch.no_grad()
 def beam_search(
     model,
@@ -168,28 +178,60 @@ def beam_search(
     All sentences search at once: the decoder's batch holds B * K rows, sentence b's
     beam in rows b*K .. b*K + K-1. An empty slot (a beam not yet full at the start, a
     hypothesis that finished) has log-probability -inf, so it never wins a place again.
+
+    Each step runs the decoder over every hypothesis's whole prefix again (lesson 10's
+    course.efficient.cached_beam_search caches instead); the search itself is beam_loop.
     """
     _check_args(model, src, max_len, bos_id, eos_id)
-    if isinstance(beam_size, bool) or not isinstance(beam_size, numbers.Integral) or beam_size < 1:
-        raise ValueError(f"beam_size must be a positive int, got {beam_size!r}")
-    if isinstance(alpha, bool) or not isinstance(alpha, numbers.Real) or alpha < 0:
-        raise ValueError(f"alpha must be a number >= 0 (0: no length penalty), got {alpha!r}")
-    B, K, device = src.shape[0], int(beam_size), src.device
+    _check_beam(beam_size, alpha)
+    B, K = src.shape[0], int(beam_size)
     src_mask = padding_mask(src, model.pad_id)  # (B, 1, 1, T_src)
     memory = model.encode(src, src_mask)  # (B, T_src, d_model): the encoder runs once
     memory = memory.repeat_interleave(K, dim=0)  # (B*K, T_src, d_model): one per hypothesis
     src_mask = src_mask.repeat_interleave(K, dim=0)  # (B*K, 1, 1, T_src)
+
+    def next_log_probs(hypotheses: torch.Tensor) -> torch.Tensor:  # (B*K, t) -> (B*K, V)
+        logits = model.decode(hypotheses, memory, src_mask)  # (B*K, t, V): the whole prefix
+        return logits[:, -1].float().log_softmax(dim=-1)  # (B*K, V): the next token
+
+    # nothing to reorder: each step decodes the (reordered) prefixes from scratch
+    return beam_loop(
+        next_log_probs, None, B, K, max_len, bos_id, eos_id, alpha, model.pad_id, src.device
+    )
+
+
+def beam_loop(
+    next_log_probs,
+    reorder,
+    B: int,
+    K: int,
+    max_len: int,
+    bos_id: int,
+    eos_id: int,
+    alpha: float,
+    pad_id: int,
+    device=None,
+) -> torch.Tensor:
+    """beam_search's search around any scorer: next_log_probs(hypotheses (B*K, t)) -> (B*K, V).
+
+    next_log_probs gives the next token's log-probabilities for each current hypothesis
+    (row b*K + k: sentence b's k-th; each starts with <bos>). After every step's top-k,
+    reorder(parent) is told where the K new hypotheses of each sentence come from:
+    parent (B*K,) long, the row of each new hypothesis's parent, so that something kept
+    per row (a KV cache) can follow; reorder None: nothing to tell. Returns (B, T_out)
+    without <bos>, as beam_search. beam_search scores the whole prefixes again at each
+    step; course.efficient.cached_beam_search scores only the newest tokens, from a cache.
+    """
     hypotheses = torch.full((B, K, 1), bos_id, dtype=torch.long, device=device)  # (B, K, t)
     live_log_prob = torch.full((B, K), -math.inf, device=device)  # (B, K): log P, -inf = empty
     live_log_prob[:, 0] = 0.0  # the search starts from one hypothesis: <bos>
     best_score = torch.full((B,), -math.inf, device=device)  # (B,): best finished so far
-    best = torch.full((B, max_len), model.pad_id, dtype=torch.long, device=device)
+    best = torch.full((B, max_len), pad_id, dtype=torch.long, device=device)
     best_length = torch.zeros(B, dtype=torch.long, device=device)  # (B,)
     done = torch.zeros(B, dtype=torch.bool, device=device)  # (B,)
     rows = torch.arange(B, device=device)  # (B,)
     for t in range(1, max_len + 1):
-        logits = model.decode(hypotheses.flatten(0, 1), memory, src_mask)  # (B*K, t, V)
-        log_probs = logits[:, -1].float().log_softmax(dim=-1)  # (B*K, V): the next token
+        log_probs = next_log_probs(hypotheses.flatten(0, 1))  # (B*K, t) -> (B*K, V)
         V = log_probs.shape[-1]
         candidates = live_log_prob[..., None] + log_probs.view(B, K, V)  # (B, K, V)
         top_log_prob, flat = candidates.view(B, K * V).topk(K, dim=-1)  # (B, K)
@@ -199,13 +241,15 @@ def beam_search(
         hypotheses = torch.cat(
             [hypotheses[rows[:, None], parent], token[..., None]], dim=-1
         )  # (B, K, t) gathered by parent, + the new token -> (B, K, t + 1)
+        if reorder is not None:  # whatever is kept per row follows its hypothesis
+            reorder((rows[:, None] * K + parent).flatten())  # (B, K) -> (B*K,): parent rows
         # the best hypothesis that finished at this step, per sentence
         score = torch.where(ended, top_log_prob / length_penalty(t, alpha), -math.inf)  # (B, K)
         step_best, j = score.max(dim=-1)  # (B,), (B,): the first of equal scores
         better = step_best > best_score  # (B,): strictly, so earlier finishers win ties
         best_score = torch.where(better, step_best, best_score)  # (B,)
         best[better, :t] = hypotheses[rows, j, 1:][better]  # (B, t) without <bos>
-        best[better, t:] = model.pad_id
+        best[better, t:] = pad_id
         best_length = torch.where(better, t, best_length)  # (B,)
         live_log_prob = torch.where(kept & ~ended, top_log_prob, -math.inf)  # (B, K)
         # a live log P only falls as it grows, and lp is largest at max_len: no live

@@ -8,7 +8,8 @@ lesson's tools, one idea per section:
    step, although under the causal mask the earlier positions' keys and values never
    change. `kv_cache_attention` is one decoding step that keeps them instead;
    `cached_greedy_decode` decodes a course.transformer.Transformer with it, token for
-   token what course.decoding.greedy_decode gives; `speedup` measures the gain.
+   token what course.decoding.greedy_decode gives, and `cached_beam_search` what
+   course.decoding.beam_search gives; `speedup` measures the gain (greedy).
 2. Measuring attention's cost: `attention_cost` times forward + backward as T grows and
    says how much memory the (T, T) weights take; `sdpa` wraps PyTorch's fused kernel.
 3. Cheaper attention: `LinformerSelfAttention` (project keys and values along the
@@ -34,7 +35,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from course.attention import scaled_dot_product_attention
-from course.decoding import _check_args, greedy_decode, greedy_loop
+from course.decoding import _check_args, _check_beam, beam_loop, greedy_decode, greedy_loop
 from course.masking import padding_mask
 from course.multihead import _check_divisible, merge_heads, split_heads
 from course.positional import apply_rotary
@@ -45,6 +46,7 @@ __all__ = [
     "KVCache",
     "decode_step",
     "cached_greedy_decode",
+    "cached_beam_search",
     "speedup",
     "attention_cost",
     "sdpa",
@@ -179,6 +181,21 @@ class KVCache:
         rotary = getattr(model, "positions", "sinusoidal") == "rotary"
         return cls([(None, None)] * len(cross_kv), cross_kv, src_mask, key_is_real, rotary)
 
+    def reorder(self, rows: torch.Tensor) -> None:
+        """Keep, in place, row rows[i] of every per-row past as the new row i, rows (B,) long.
+
+        Beam search's hypotheses change places: new hypothesis i continues old one rows[i]
+        (one old hypothesis may have several continuations, another none), so its past
+        keys and values must be those of rows[i]. Only what grows with the output moves
+        (self_kv, key_is_real); cross_kv and src_mask hold the same source in every row a
+        beam search's parent can come from (its own sentence's), so they stay.
+        """
+        self.self_kv = [
+            (k.index_select(0, rows), v.index_select(0, rows))  # (B, h, t, d_k) each
+            for k, v in self.self_kv
+        ]
+        self.key_is_real = self.key_is_real.index_select(0, rows)  # (B, t)
+
 
 def _check_model(model) -> None:
     for name in ("decoder_layers", "tgt_embed", "pos", "out", "pad_id", "encode"):
@@ -277,6 +294,48 @@ def cached_greedy_decode(
         return decode_step(model, tokens[:, -1], cache)  # only the newest token is fed
 
     return greedy_loop(newest_position_logits, B, max_len, bos_id, eos_id, model.pad_id, src.device)
+
+
+@torch.no_grad()
+def cached_beam_search(
+    model,
+    src: torch.Tensor,
+    max_len: int,
+    bos_id: int,
+    eos_id: int,
+    beam_size: int = 4,
+    alpha: float = 0.6,
+) -> torch.Tensor:
+    """course.decoding.beam_search with a KV cache: the same (B, T_out) ids, faster.
+
+    The cache holds one row per hypothesis, B * K rows (K = beam_size). Step t feeds only
+    each hypothesis's newest token; after the step's top-k the cache is reordered
+    (KVCache.reorder) so that row i holds the past of the hypothesis new row i continues.
+    The encoder and the cross-attention's keys and values of memory run once. The model
+    must be in eval mode; sinusoidal and rotary positions are both supported.
+    """
+    _check_args(model, src, max_len, bos_id, eos_id)
+    _check_beam(beam_size, alpha)
+    _check_model(model)
+    B, K, device = src.shape[0], int(beam_size), src.device
+    src_mask = padding_mask(src, model.pad_id)  # (B, 1, 1, T_src)
+    memory = model.encode(src, src_mask)  # (B, T_src, d_model): the encoder runs once
+    # One memory row per hypothesis, as beam_search: the cross-attention's keys and values
+    # are then projected once for B*K rows (K times the work of B rows, but paid once, not
+    # per step), and every tensor of the cache has the B*K rows decode_step expects.
+    memory = memory.repeat_interleave(K, dim=0)  # (B*K, T_src, d_model)
+    src_mask = src_mask.repeat_interleave(K, dim=0)  # (B*K, 1, 1, T_src)
+    cache = KVCache.start(model, memory, src_mask)  # cross_kv (B*K, h, T_src, d_k) each
+
+    def next_log_probs(hypotheses: torch.Tensor) -> torch.Tensor:  # (B*K, t) -> (B*K, V)
+        newest = hypotheses[:, -1]  # (B*K, t) -> (B*K,): only the newest token is fed
+        logits = decode_step(model, newest, cache)  # (B*K,) -> (B*K, V), the cache grows by 1
+        return logits.float().log_softmax(dim=-1)  # (B*K, V): the next token
+
+    # after each top-k the cache's rows follow their hypotheses: cache.reorder(parent rows)
+    return beam_loop(
+        next_log_probs, cache.reorder, B, K, max_len, bos_id, eos_id, alpha, model.pad_id, device
+    )
 
 
 def _median_seconds(run: Callable[[], object], repeats: int) -> float:

@@ -240,7 +240,9 @@ def minimum_vocab_size(texts: Iterable[str]) -> int:
     return len(SUBWORD_SPECIALS) + len(alphabet)
 
 
-def train_subword_vocab(texts: Iterable[str], vocab_size: int, seed: int = 0) -> SubwordVocab:
+def train_subword_vocab(
+    texts: Iterable[str], vocab_size: int, seed: int = 0, exact: bool = True
+) -> SubwordVocab:
     """Train a BPE vocabulary of `vocab_size` pieces (specials included) on `texts` only.
 
     For a shared vocabulary, pass the training split's sentences of both languages together.
@@ -248,6 +250,9 @@ def train_subword_vocab(texts: Iterable[str], vocab_size: int, seed: int = 0) ->
     (BPE's merges are counted, not sampled). `seed` seeds sentencepiece's random generator,
     which only its sentence sampling would use; on the full corpus, as here, it changes
     nothing, and is there so that a run states every seed it depends on.
+
+    exact=False makes vocab_size a ceiling: texts too small for that many merges (a user's
+    own small file, the tests' sample) give a smaller vocabulary instead of an error.
     """
     texts = _check_texts(texts, "train_subword_vocab")
     sentences = [s for s in (_words(t) for t in texts) if s]
@@ -262,6 +267,8 @@ def train_subword_vocab(texts: Iterable[str], vocab_size: int, seed: int = 0) ->
         )
     if isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or seed < 0:
         raise ValueError(f"seed must be a non-negative int, got {seed!r}")
+    if not isinstance(exact, bool):
+        raise ValueError(f"exact must be True or False, got {exact!r}")
     minimum = minimum_vocab_size(sentences)
     if vocab_size < minimum:
         raise ValueError(
@@ -278,7 +285,7 @@ def train_subword_vocab(texts: Iterable[str], vocab_size: int, seed: int = 0) ->
             model_writer=model,
             vocab_size=int(vocab_size),
             max_sentence_length=max(_DEFAULT_MAX_SENTENCE_BYTES, longest + 1),
-            **_TRAINER_OPTIONS,
+            **{**_TRAINER_OPTIONS, "hard_vocab_limit": exact},
         )
     except RuntimeError as err:
         found = re.search(r"Vocabulary size too high \((\d+)\).*<= (\d+)", str(err))

@@ -4,11 +4,16 @@
     python -m course.translate --checkpoint runs/fra-eng/checkpoint.pt "je suis très fatigué ."
     python -m course.translate --checkpoint runs/fra-eng/checkpoint.pt --beam 4 \\
         --attention attention.png "elle est plus grande que moi ."
+    python -m course.train --task fra-eng-full            # 20 minutes: runs/fra-eng-full/
+    python -m course.translate --checkpoint runs/fra-eng-full/checkpoint.pt --beam 4 \\
+        "Je ne sais pas où il est allé."
 
-The sentence is normalized exactly as the training pairs were (course.tatoeba:
-lowercase, accents dropped, . ! ? split off), so "Je suis très fatigué." works as well.
-A word the training split never had is translated as <unk>, and said so on stderr; an
-empty sentence, or one longer than the model's positions, is refused with a message.
+The sentence is normalized exactly as the training pairs were (course.data.load_task's
+task.tokenize): for fra-eng lowercase, accents dropped, . ! ? split off, so "Je suis très
+fatigué." works as well; for fra-eng-full the text as written, in subword pieces. A word
+(fra-eng) or a character (fra-eng-full) the training split never had is read as <unk>,
+and said so on stderr; an empty sentence, or one longer than the model's positions, is
+refused with a message.
 
 `load(path)` gives (model, task) back from a checkpoint of course.train, for lesson 11's
 last cell; `translate(model, task, sentence)` does the rest.
@@ -25,7 +30,6 @@ import torch
 
 from course.data import BOS_ID, EOS_ID, REAL_TASKS, UNK, load_task
 from course.masking import padding_mask
-from course.tatoeba import tutorial_normalize
 
 
 class TranslateError(Exception):
@@ -89,31 +93,37 @@ def translate(model, task, sentence: str, beam: int = 1) -> Translation:
     """Normalize `sentence`, translate it (greedy, or beam search with `beam` > 1), and
     read the cross-attention back from one more teacher-forced pass over the output."""
     from course.decoding import beam_search, greedy_decode
+    from course.efficient import cached_beam_search, cached_greedy_decode
 
     if not isinstance(sentence, str) or not sentence.strip():
         raise TranslateError('give a sentence to translate, e.g. "je suis très fatigué ."')
     if isinstance(beam, bool) or not isinstance(beam, int) or beam < 1:
         raise TranslateError(f"--beam must be a positive int (1: greedy), got {beam!r}")
-    words = tutorial_normalize(sentence).split()
+    words = task.tokenize(sentence)  # the task's normalization: words or subword pieces
     if not words:
         raise TranslateError(
-            f"nothing is left of {sentence!r} once normalized (the model reads the letters "
-            "a-z and . ! ? only)"
+            f"nothing is left of {sentence!r} once normalized for {task.name}"
+            + (" (it reads the letters a-z and . ! ? only)" if task.name == "fra-eng" else "")
         )
     if len(words) > task.max_src_len:
         raise TranslateError(
-            f"{len(words)} words is too long for this model: it was trained on sentences of "
-            f"at most {task.max_src_len} words ({task.name}); split the sentence"
+            f"{len(words)} {task.unit} is too long for this model: it was trained on "
+            f"sentences of at most {task.max_src_len} {task.unit} ({task.name}); split the "
+            "sentence"
         )
     unknown = [word for word in words if word not in task.src_vocab.stoi]
     known = [word if word not in unknown else UNK for word in words]
     device = next(model.parameters()).device
     src = torch.tensor([task.src_vocab.encode(known) + [EOS_ID]], device=device)  # (1, T_src)
     max_len = task.max_tgt_len + 1
+    cached = hasattr(model, "decoder_layers")  # the Transformer: lesson 10's KV cache
     if beam > 1:
-        out = beam_search(model, src, max_len, BOS_ID, EOS_ID, beam_size=beam, alpha=0.6)
+        search = cached_beam_search if cached else beam_search
+        out = search(model, src, max_len, BOS_ID, EOS_ID, beam_size=beam, alpha=0.6)
     else:
-        out = greedy_decode(model, src, max_len, BOS_ID, EOS_ID)  # (1, T_out)
+        out = (cached_greedy_decode if cached else greedy_decode)(
+            model, src, max_len, BOS_ID, EOS_ID
+        )  # (1, T_out)
     ids = out[0].tolist()
     ids = ids[: ids.index(EOS_ID) + 1] if EOS_ID in ids else ids  # with its <eos>
     tgt_in = torch.tensor([[BOS_ID, *ids[:-1]]], device=device)  # (1, T_out)
@@ -155,7 +165,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m course.translate",
         description="Translate a French sentence with a model trained by "
-        "python -m course.train --task fra-eng.",
+        "python -m course.train --task fra-eng (or fra-eng-full).",
     )
     parser.add_argument("sentence", help='the sentence, in quotes: "je suis très fatigué ."')
     parser.add_argument("--checkpoint", type=Path, default=Path("runs/fra-eng/checkpoint.pt"))
@@ -167,8 +177,8 @@ def main(argv: list[str] | None = None) -> int:
         result = translate(model, task, args.sentence, beam=args.beam)
         if result.unknown:
             print(
-                f"note: not among the {len(task.src_vocab):,} words the model was trained on, "
-                f"read as <unk>: {', '.join(result.unknown)}",
+                f"note: not among the {len(task.src_vocab):,} {task.unit} the model was "
+                f"trained on, read as <unk>: {', '.join(result.unknown)}",
                 file=sys.stderr,
             )
         if args.attention is not None:

@@ -301,7 +301,8 @@ def test_load_task_leaves_the_global_random_state_alone():
 
 
 def test_unknown_task_lists_the_known_ones():
-    known = "toy-translation, reverse, scan-simple, scan-length, scan-addjump, fra-eng"
+    known = "toy-translation, reverse, scan-simple, scan-length, scan-addjump, fra-eng, "
+    known += "fra-eng-full"
     with raises(f"unknown task 'translate'; the known tasks are: {known}"):
         load_task("translate")
 

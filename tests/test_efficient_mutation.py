@@ -75,6 +75,7 @@ def test_the_public_names_are_the_lessons_tools():
         "KVCache",
         "decode_step",
         "cached_greedy_decode",
+        "cached_beam_search",
         "speedup",
         "attention_cost",
         "sdpa",

@@ -122,6 +122,38 @@ def test_a_gpu_run_checkpoints_and_restores_the_gpus_random_state_too(monkeypatc
     assert calls == []
 
 
+def test_a_checkpoint_read_for_resume_keeps_its_random_state_on_the_cpu(capsys, tmp_path):
+    """The bug of a GPU resume: the checkpoint was read with map_location=device, which moved
+    the CPU generator's state to the GPU, and torch.set_rng_state refused it ("RNG state must
+    be a torch.ByteTensor"). The "meta" device stands in for a GPU here: whatever device the
+    run is on, the state comes back a CPU ByteTensor, and resuming restores it."""
+    test_train._train(capsys, tmp_path, 4)
+    config = test_train._checkpoint(tmp_path)["config"]
+    checkpoint = train._load_for_resume(
+        tmp_path / "checkpoint.pt", "reverse", 0, config, torch.device("meta")
+    )
+    state = checkpoint["rng"]["torch"]
+    assert state.device == CPU and state.dtype == torch.uint8
+    assert all(t.device == CPU for t in checkpoint["model"].values())
+    before = torch.get_rng_state()
+    torch.manual_seed(123)
+    Processes().restore_rng(checkpoint, torch.device("meta"), seed=0)
+    assert torch.equal(torch.get_rng_state(), state)
+    torch.set_rng_state(before)
+
+
+def test_the_torch_state_is_handed_over_as_a_cpu_tensor(monkeypatch):
+    handed = []
+    monkeypatch.setattr(torch, "set_rng_state", handed.append)
+
+    class MovedState:  # what a state read to another device looks like: .cpu() brings it back
+        def cpu(self):
+            return "the CPU copy"
+
+    _set_rng_state({"torch": MovedState()}, CPU)
+    assert handed == ["the CPU copy"]
+
+
 # ----------------------------------------------------------- the process group ------
 
 
