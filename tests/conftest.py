@@ -8,16 +8,19 @@ import torch
 def verdict(capsys):
     """verdict(checker, answer) -> (passed, printed): run a checker as a notebook cell would.
 
-    Every checker prints exactly one verdict line, starting ✅, ⏳ or ❌, and returns a bool.
+    Every checker prints exactly one verdict line, starting ✅, ⏳ or ❌, and returns a
+    Verdict (true or false, shown as nothing in a notebook); `passed` is its bool.
     """
+    from course.check._framework import Verdict
 
     def run(checker, answer):
-        passed = checker(answer)
+        result = checker(answer)
         printed = capsys.readouterr().out
         assert printed.count("\n") == 1, f"a checker prints exactly one verdict line: {printed!r}"
         assert printed.startswith(("✅", "⏳", "❌")), printed
-        assert isinstance(passed, bool)
-        return passed, printed
+        assert isinstance(result, Verdict), type(result)
+        assert bool(result) is printed.startswith("✅"), (result, printed)
+        return bool(result), printed
 
     return run
 

@@ -151,6 +151,16 @@ def arguments_in_another_order(k, q, v):
     return by_matmul(q, k, v)
 
 
+def four_d_only(q, k, v):  # written for split heads (B, h, T, d_k): axes counted from the front
+    weights = (q @ k.transpose(2, 3)).softmax(dim=-1)
+    return weights @ v, weights
+
+
+def softmax_over_dim_3(q, k, v):
+    weights = (q @ k.transpose(-2, -1)).softmax(dim=3)
+    return weights @ v, weights
+
+
 WRONG = [
     (stub, "⏳ dot_product_attention: not implemented yet"),
     (temperature_two, "the scores are divided by 2 before the softmax"),
@@ -172,6 +182,8 @@ WRONG = [
     (only_output, "should return the tuple (output, weights)"),
     (in_place, "in place"),
     (weights_sliced, "weights has shape"),
+    (four_d_only, "Your code counts axes from the front"),
+    (softmax_over_dim_3, "Your code counts axes from the front"),
 ]
 
 
@@ -276,6 +288,14 @@ def squeezed(q, k, v):
 
 VERDICTS = [
     (
+        four_d_only,
+        "❌ dot_product_attention: on inputs q (3, 7), k (5, 7), v (5, 6) your code raised "
+        "IndexError: Dimension out of range (expected to be in range of [-2, 1], but got 2). "
+        "Your code counts axes from the front (k.transpose(2, 3), softmax(dim=3)), which works "
+        "on 4-D inputs (B, h, T, d_k) only: count them from the end, k.transpose(-2, -1) and "
+        "softmax(dim=-1), so that one sequence (T, d_k) and a batch (B, T, d_k) work too",
+    ),
+    (
         by_matmul,
         "✅ dot_product_attention: passed (4 input shapes, one sequence, batched, non-contiguous "
         "and float64; values and gradients matched the reference).",
@@ -321,7 +341,7 @@ VERDICTS = [
         "❌ dot_product_attention: on q (2, 2, 4, 8), k (2, 2, 3, 8), v (2, 2, 3, 2) "
         "non-contiguous: on inputs q (2, 2, 4, 8), k (2, 2, 3, 8), v (2, 2, 3, 2) your code "
         "raised RuntimeError: view size is not compatible with input tensor's size and stride (at "
-        "least one dimension spans across two contiguous subspaces). Use .reshape(...) instead.. "
+        "least one dimension spans across two contiguous subspaces). Use .reshape(...) instead. "
         "The tensor is not contiguous in memory (a transpose or a slice made it so): use "
         ".reshape(...) instead of .view(...), or .contiguous().view(...)",
     ),

@@ -15,6 +15,7 @@ from course.masking import causal_mask, padding_mask
 from course.transformer import Transformer
 
 
+@torch.no_grad()
 def good(model, src, max_len, bos_id, eos_id):
     """The lesson's way; each mistake below changes one thing."""
     B = src.shape[0]
@@ -70,17 +71,19 @@ def to_max_len_then_trim(model, src, max_len, bos_id, eos_id):
     return out[:, : int(used.max()) + 1]
 
 
-def forward_each_step(model, src, max_len, bos_id, eos_id):
-    """model(src, tgt) at every step (the encoder runs again each time: slower, the same
-    tokens); the steps kept in a list and stacked; log-probabilities' max."""
+def in_a_no_grad_block(model, src, max_len, bos_id, eos_id):
+    """`with torch.no_grad():` inside instead of the decorator; the steps kept in a list
+    and stacked; log-probabilities' max."""
     steps = []
     finished = torch.zeros(src.shape[0], dtype=torch.bool)
     with torch.no_grad():
+        src_mask = padding_mask(src, model.pad_id)
+        memory = model.encode(src, src_mask)
         for _ in range(max_len):
             tgt = torch.cat(
                 [torch.full((src.shape[0], 1), bos_id), *[s[:, None] for s in steps]], 1
             )
-            log_probs = model(src, tgt).log_softmax(dim=-1)
+            log_probs = model.decode(tgt, memory, src_mask).log_softmax(dim=-1)
             step = log_probs[:, -1, :].max(dim=-1).indices
             step[finished] = model.pad_id
             steps.append(step)
@@ -90,8 +93,10 @@ def forward_each_step(model, src, max_len, bos_id, eos_id):
     return torch.stack(steps, dim=1)
 
 
+@torch.inference_mode()
 def own_causal_mask_and_a_buffer(model, src, max_len, bos_id, eos_id):
-    """causal_mask(t) passed by hand, topk, and the output written into a buffer."""
+    """causal_mask(t) passed by hand, topk, the output written into a buffer; inference
+    mode (no_grad's stricter sibling)."""
     B = src.shape[0]
     src_mask = padding_mask(src, model.pad_id)
     memory = model.encode(src, src_mask)
@@ -100,7 +105,7 @@ def own_causal_mask_and_a_buffer(model, src, max_len, bos_id, eos_id):
     alive = torch.ones(B, dtype=torch.bool)
     t = 0
     while t < max_len and alive.any():
-        logits = model.decode(out[:, : t + 1], memory, src_mask, causal_mask(t + 1)).detach()
+        logits = model.decode(out[:, : t + 1], memory, src_mask, causal_mask(t + 1))
         chosen = logits[:, t].topk(1, dim=-1).indices[:, 0]
         out[:, t + 1] = torch.where(alive, chosen, model.pad_id)
         alive = alive & (chosen != eos_id)
@@ -108,6 +113,7 @@ def own_causal_mask_and_a_buffer(model, src, max_len, bos_id, eos_id):
     return out[:, 1 : t + 1]
 
 
+@torch.no_grad()
 def refeeds_every_positions_argmax(model, src, max_len, bos_id, eos_id):
     """Feeds back the argmax of *every* position, not only the last one's. Wasteful, and
     right: under the causal mask position k's logits depend on the prefix up to k only, so
@@ -130,6 +136,7 @@ def refeeds_every_positions_argmax(model, src, max_len, bos_id, eos_id):
     return out
 
 
+@torch.no_grad()
 def sets_eval_mode_itself(model, src, max_len, bos_id, eos_id):
     """model.eval() (the mode it was in already), log_softmax then argmax."""
     model.eval()
@@ -148,7 +155,7 @@ def sets_eval_mode_itself(model, src, max_len, bos_id, eos_id):
     return tokens[:, 1:]
 
 
-RIGHT = [good, one_sentence_at_a_time, to_max_len_then_trim, forward_each_step,
+RIGHT = [good, one_sentence_at_a_time, to_max_len_then_trim, in_a_no_grad_block,
          own_causal_mask_and_a_buffer, refeeds_every_positions_argmax,
          sets_eval_mode_itself]  # fmt: skip
 
@@ -458,11 +465,61 @@ def edits_src_in_place(model, src, max_len, bos_id, eos_id):
     return out
 
 
+@torch.no_grad()
+def forward_each_step(model, src, max_len, bos_id, eos_id):
+    """model(src, tgt) at every step: the right tokens, but the encoder runs again each time
+    (lesson 09: "the encoder runs once")."""
+    B = src.shape[0]
+    tokens = torch.full((B, 1), bos_id, dtype=torch.long)
+    done = torch.zeros(B, dtype=torch.bool)
+    for _ in range(max_len):
+        next_token = model(src, tokens)[:, -1].argmax(dim=-1)  # <- encode + decode each step
+        next_token = next_token.masked_fill(done, model.pad_id)
+        tokens = torch.cat([tokens, next_token[:, None]], dim=1)
+        done = done | (next_token == eos_id)
+        if done.all():
+            break
+    return tokens[:, 1:]
+
+
+@torch.no_grad()
+def encodes_at_every_step(model, src, max_len, bos_id, eos_id):
+    def step(tokens, memory, src_mask):
+        memory = model.encode(src, src_mask)  # <- memory made again at every step
+        return model.decode(tokens, memory, src_mask)[:, -1].argmax(dim=-1)
+
+    return _loop(model, src, max_len, bos_id, eos_id, step)
+
+
+def without_no_grad(model, src, max_len, bos_id, eos_id):  # <- no @torch.no_grad()
+    return good.__wrapped__(model, src, max_len, bos_id, eos_id)
+
+
+def detaches_instead_of_no_grad(model, src, max_len, bos_id, eos_id):
+    return _loop(
+        model,
+        src,
+        max_len,
+        bos_id,
+        eos_id,
+        lambda tokens, memory, mask: (
+            model.decode(tokens, memory, mask).detach()[:, -1].argmax(dim=-1)
+        ),
+    )  # <- the graph is built anyway
+
+
 def eos_id_and_bos_id_swapped(model, src, eos_id, bos_id, max_len):  # <- the order
     return good(model, src, max_len, bos_id, eos_id)
 
 
 CASE = [case.what for case in _CASES]
+ENCODER = "your tokens are right, but the encoder ran at every step: it encoded "
+NO_GRAD = (
+    "your tokens are right, but the model ran with gradients on: every step keeps its "
+    "activations for a backward pass that never comes (.detach() afterwards does not "
+    "prevent that). Nothing in decoding needs gradients: decorate greedy_decode with "
+    "@torch.no_grad(), as the lesson asks (or decode inside `with torch.no_grad():`)"
+)
 WRONG = [
     (stub, "⏳ greedy_decode: not implemented yet"),
     (eos_id_and_bos_id_swapped, "❌ greedy_decode: your parameters come in the order (model, "
@@ -526,6 +583,10 @@ WRONG = [
     (stacks_along_dim_0, f"on {CASE[0]}, the output is (T_out, B), one row per step"),
     (keeps_a_trailing_axis, f"on {CASE[0]}, the output has a trailing axis of size 1"),
     (edits_src_in_place, "your code changed one of its input tensors in place"),
+    (forward_each_step, f"on {CASE[0]}, {ENCODER}"),
+    (encodes_at_every_step, f"on {CASE[0]}, {ENCODER}"),
+    (without_no_grad, f"on {CASE[0]}, {NO_GRAD}"),
+    (detaches_instead_of_no_grad, f"on {CASE[0]}, {NO_GRAD}"),
 ]  # fmt: skip
 
 
@@ -625,3 +686,16 @@ def test_the_checker_restores_the_thread_count():
     check.greedy_decode(trains_the_model)
     check.greedy_decode(good)
     assert torch.get_num_threads() == threads
+
+
+def test_the_encoder_at_every_step_is_named_in_full(verdict):
+    """Case 0 ends at step 6: model(src, tgt) at each step encodes its 4 sentences 6 times."""
+    passed, printed = verdict(check.greedy_decode, forward_each_step)
+    assert passed is False
+    assert printed == (
+        f"❌ greedy_decode: on {CASE[0]}, your tokens are right, but the encoder ran at every "
+        "step: it encoded 24 source sentences for a batch of 4. The source does not change "
+        "while decoding, so the encoder runs once, before the loop: memory = model.encode(src, "
+        "src_mask); each step then calls model.decode(tokens, memory, src_mask) (model(src, "
+        "tgt) runs the encoder again every time)\n"
+    )

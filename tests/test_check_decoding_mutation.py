@@ -38,6 +38,7 @@ def _steps(model, src, max_len, bos_id, eos_id, *, steps=None, fed=None, pad=Non
     return tokens[:, 1:]
 
 
+@torch.no_grad()
 def good(model, src, max_len, bos_id, eos_id):
     return _steps(model, src, max_len, bos_id, eos_id)
 
@@ -302,6 +303,7 @@ def test_the_summary_counts_the_cases(verdict):
     assert passed is True
     assert printed.startswith(f"✅ greedy_decode: passed ({len(_CASES)} cases: sentences "
                               "ending at different steps and some never"), printed  # fmt: skip
+    assert printed.endswith("the encoder run once, without gradients).\n"), printed
 
 
 def test_each_case_is_what_its_description_says():

@@ -19,20 +19,42 @@ def _rotate(q, k, k_cache, rotary_base, position=None):
     return apply_rotary(q, rotary_base, pos), apply_rotary(k, rotary_base, pos)
 
 
-def _attend(q, k, v, mask, scale=None, dim=-1):
+def _attend(q, k, v, mask, scale=None, dim=-1, fill=float("-inf"), empty="zero"):
+    """Attention as lesson 03 wrote it: a query whose every key is masked gets zero weights
+    (empty="zero"); empty="as is" leaves what the softmax gives there (NaN for a -inf fill,
+    uniform weights for a -1e9 fill)."""
     scale = math.sqrt(q.shape[-1]) if scale is None else scale
     scores = q @ k.transpose(-2, -1) / scale  # (B, h, 1, T_k)
     if mask is not None:
-        scores = scores.masked_fill(~mask, float("-inf"))
-    return scores.softmax(dim=dim) @ v
+        scores = scores.masked_fill(~mask, fill)
+    weights = scores.softmax(dim=dim)
+    if mask is not None and empty == "zero":
+        weights = weights.masked_fill(~mask.any(dim=-1, keepdim=True), 0.0)
+    return weights @ v
+
+
+def _rotate_half(x, base, t):
+    """Hugging Face's rotary layout: feature j paired with j + d/2 (rotate_half)."""
+    d = x.shape[-1]
+    theta = base ** (-torch.arange(0, d, 2, dtype=torch.float64) / d)
+    angle = torch.cat([t * theta, t * theta]).to(x.dtype)  # (d,)
+    x1, x2 = x[..., : d // 2], x[..., d // 2 :]
+    return x * angle.cos() + torch.cat([-x2, x1], dim=-1) * angle.sin()
 
 
 def learner(**mistake):
     """A learner's answer, with one mistake switched on."""
 
     def kv_cache_attention(q_new, k_new, v_new, k_cache, v_cache, mask=None, rotary_base=None):
-        if rotary_base is not None and not mistake.get("no_rotation"):
-            if mistake.get("restart"):
+        only_first = mistake.get("first_step_only") and k_cache is not None
+        if rotary_base is not None and not mistake.get("no_rotation") and not only_first:
+            if mistake.get("rotate_half"):
+                t = 0 if k_cache is None else k_cache.shape[-2]
+                q_new, k_new = (
+                    _rotate_half(q_new, rotary_base, t),
+                    _rotate_half(k_new, rotary_base, t),
+                )
+            elif mistake.get("restart"):
                 q_new, k_new = apply_rotary(q_new, rotary_base), apply_rotary(k_new, rotary_base)
             else:
                 t = 0 if k_cache is None else k_cache.shape[-2]
@@ -60,6 +82,7 @@ def learner(**mistake):
         if mistake.get("swap_attention"):
             k_att, v_att = v_att, k_att
         T_k = k_att.shape[-2]
+        scale = math.sqrt(T_k) if mistake.get("scale_by_length") else mistake.get("scale")
         if mistake.get("ignore_mask"):
             mask = None
         if mistake.get("invert_mask") and mask is not None:
@@ -67,7 +90,9 @@ def learner(**mistake):
         if mistake.get("tril"):
             tril = torch.tril(torch.ones(1, T_k, dtype=torch.bool))  # the "causal" mask
             mask = tril if mask is None else mask & tril
-        output = _attend(q_new, k_att, v_att, mask, mistake.get("scale"), mistake.get("dim", -1))
+        output = _attend(q_new, k_att, v_att, mask, scale, mistake.get("dim", -1),
+                         fill=mistake.get("fill", float("-inf")),
+                         empty=mistake.get("empty", "zero"))  # fmt: skip
         if mistake.get("old_cache"):
             return output, k_cache, v_cache
         if mistake.get("swap_cache"):
@@ -103,11 +128,21 @@ WRONG = {
     "the mask ignored": (dict(ignore_mask=True), "the mask is ignored"),
     "the mask inverted": (dict(invert_mask=True), "the mask is inverted"),
     "the cache returned detached": (dict(detach=True), "carries no gradient"),
-    "rotary_base ignored": (dict(no_rotation=True), "rotated by position 0"),
+    "rotary_base ignored": (dict(no_rotation=True), "not rotated by their position t"),
     "only the query rotated": (dict(query_only=True), "only the new query is rotated, not the "
                                "new key"),
     "the value rotated too": (dict(value_too=True), "the new value is rotated too"),
     "float32 returned for float64 inputs": (dict(float32=True), "keep the inputs' dtype"),
+    "scores divided by sqrt of the number of keys": (dict(scale_by_length=True),
+        "the square root of the number of keys"),
+    "rotary_base used at the first step only": (dict(first_step_only=True),
+        "rotary_base is used only at the first step"),
+    "Hugging Face's rotate_half pairing": (dict(rotate_half=True), "j with j + d/2"),
+    # left padding (lesson 06): a sentence with no real key yet must get lesson 03's zero
+    "a -1e9 fill: a query with every key masked gets the mean of the values":
+        (dict(fill=-1e9, empty="as is"), "gets the mean of the values"),
+    "a -inf fill with no care for a row of masked keys: NaN":
+        (dict(empty="as is"), "gets NaN"),
 }  # fmt: skip
 
 
@@ -207,6 +242,8 @@ def with_a_new_tensor(q_new, k_new, v_new, k_cache, v_cache, mask=None, rotary_b
     if mask is not None:
         scores = scores.masked_fill(~mask, -torch.inf)
     weights = torch.softmax(scores, dim=-1)
+    if mask is not None:  # a query with no key to attend to: zero weights, as in lesson 03
+        weights = torch.where(mask.any(dim=-1, keepdim=True), weights, 0.0)
     return torch.einsum("bhqk,bhkd->bhqd", weights, v_all), k_all, v_all
 
 
@@ -326,3 +363,39 @@ def test_a_cache_of_rotated_values_is_named(verdict):
 
     passed, printed = verdict(check.kv_cache_attention, answer)
     assert passed is False and "the new value is rotated too" in printed, printed
+
+
+def squeezes_the_query(q_new, k_new, v_new, k_cache, v_cache, mask=None, rotary_base=None):
+    """q_new.squeeze() "to drop the one query axis": with B = 1 the batch axis goes too."""
+    q_new, k_new = _rotate(q_new, k_new, k_cache, rotary_base)
+    k = k_new if k_cache is None else torch.cat([k_cache, k_new], dim=-2)
+    v = v_new if v_cache is None else torch.cat([v_cache, v_new], dim=-2)
+    scores = torch.einsum("bhd,bhkd->bhk", q_new.squeeze(), k) / math.sqrt(q_new.shape[-1])
+    if mask is not None:
+        scores = scores.masked_fill(~mask[..., 0, :], float("-inf"))
+    weights = scores.softmax(dim=-1).nan_to_num(0.0)
+    return torch.einsum("bhk,bhkd->bhd", weights, v)[..., None, :], k, v
+
+
+def test_a_squeeze_that_takes_the_batch_axis_too_is_named(verdict):
+    passed, printed = verdict(check.kv_cache_attention, squeezes_the_query)
+    assert passed is False
+    assert printed.startswith("❌ kv_cache_attention: on inputs q_new (1, 3, 1, 2)"), printed
+    assert printed.endswith(
+        "Your code calls .squeeze(), which removes every axis of size 1, and here B = 1: that "
+        "axis goes too. Squeeze only an axis you name (.squeeze(1)), or not at all\n"
+    ), printed
+
+
+def scales_by_the_cache_length(q_new, k_new, v_new, k_cache, v_cache, mask=None, rotary_base=None):
+    q_new, k_new = _rotate(q_new, k_new, k_cache, rotary_base)
+    k = k_new if k_cache is None else torch.cat([k_cache, k_new], dim=-2)
+    v = v_new if v_cache is None else torch.cat([v_cache, v_new], dim=-2)
+    length = 1 if k_cache is None else k_cache.shape[-2]  # <- the cache's length, not d_k
+    return _attend(q_new, k, v, mask, scale=math.sqrt(length)), k, v
+
+
+def test_scores_divided_by_the_root_of_the_cache_length_are_named(verdict):
+    passed, printed = verdict(check.kv_cache_attention, scales_by_the_cache_length)
+    assert passed is False
+    assert "divided by the square root of the cache's length t (k_cache.shape[-2])" in printed

@@ -16,14 +16,26 @@ CAT = (
     "(B, h, 1, d_k) -> (B, h, t + 1, d_k)"
 )
 RESTART = (
-    "the new query and key are rotated by position 0, as if the sequence restarted at every "
-    "step: apply_rotary(q_new, base) rotates its one row by position 0. Rotate both by their "
-    "position t = k_cache.shape[-2] (0 at the first step): apply_rotary(x, rotary_base, "
-    "torch.tensor([t]))"
+    "with a cache of t positions, the new query and key are not rotated by their position t: "
+    "they come out as they went in, as a rotation by position 0 leaves them. Either "
+    "rotary_base is used only at the first step (when k_cache is None), or apply_rotary(q_new, "
+    "base) turned the one new row by position 0, as if the sequence restarted at every step "
+    "(both give these numbers). Rotate both by t = k_cache.shape[-2] (0 at the first step): "
+    "apply_rotary(x, rotary_base, torch.tensor([t]))"
 )
 INPUTS = (
     "on inputs q_new (2, 2, 1, 4), k_new (2, 2, 1, 4), v_new (2, 2, 1, 4), k_cache (2, 2, 3, "
     "4), v_cache (2, 2, 3, 4), mask=None, rotary_base=None your code raised "
+)
+LEFT = "left padding: a padding mask over a cache of 2 that hides every key of sentence 1"
+EMPTY = (
+    "a query whose mask hides every key (left padding, lesson 06: a sentence with no real "
+    "token yet)"
+)
+RULE = (
+    "Lesson 03's rule: such a query gets zero weights and a zero output. Use lesson 03's "
+    "scaled_dot_product_attention(q, k, v, mask), or after the softmax "
+    "weights.masked_fill(~mask.any(dim=-1, keepdim=True), 0.0)"
 )
 MESSAGES = {
     "cache not extended (the old cache returned)": "the returned k_cache is None: the cache is "
@@ -41,10 +53,10 @@ MESSAGES = {
     "new token's position is t, the number of positions already cached (k_cache.shape[-2]), "
     "counting from 0",
     "concatenated along the last axis": f"{INPUTS}RuntimeError: Sizes of tensors must match "
-    "except in dimension 3. Expected size 3 but got size 1 for tensor number 1 in the list.. "
+    "except in dimension 3. Expected size 3 but got size 1 for tensor number 1 in the list. "
     f"{CAT}",
     "concatenated along the head axis": f"{INPUTS}RuntimeError: Sizes of tensors must match "
-    "except in dimension 1. Expected size 3 but got size 1 for tensor number 1 in the list.. "
+    "except in dimension 1. Expected size 3 but got size 1 for tensor number 1 in the list. "
     f"{CAT}",
     "the new key put before the cache": "the new key and value are put before the cached ones: "
     "append them at the end, torch.cat([k_cache, k_new], dim=-2), so that row t of the cache "
@@ -60,9 +72,8 @@ MESSAGES = {
     "the cache ignored in the attention": "the new query attends to the new key alone, ignoring "
     "the cache: attend over torch.cat([k_cache, k_new], dim=-2) and the values likewise",
     "the mask ignored": "the mask is ignored: pass it to the attention (True = may attend)",
-    "the mask inverted": "the output (a padding mask (B, 1, 1, t + 1) over a cache of 4) "
-    "contains 8 NaN/inf value(s): the mask is inverted: True means may attend, so hide the "
-    "keys where it is False (masked_fill(~mask, -inf))",
+    "the mask inverted": "the mask is inverted: True means may attend, so hide the keys where "
+    "it is False (masked_fill(~mask, -inf))",
     "the cache returned detached": "the returned k_cache carries no gradient: something cut it "
     "from the graph (.detach(), torch.no_grad(), a copy made from values). The step is part "
     "of the computation: return the tensors torch.cat and the attention give",
@@ -73,6 +84,20 @@ MESSAGES = {
     "the value rotated too": "the new value is rotated too: rotary positions turn the query "
     "and the key only (their dot product carries the offset); the values are averaged as they "
     "are",
+    "a -1e9 fill: a query with every key masked gets the mean of the values": f"on {LEFT}, "
+    f"{EMPTY} gets the mean of the values (a -1e9 fill gives every hidden key the same weight "
+    f"1 / (t + 1)), so a padding token reads the padding. {RULE}",
+    "a -inf fill with no care for a row of masked keys: NaN": f"on {LEFT}, {EMPTY} gets NaN: "
+    "the softmax of a row of -inf is 0 / 0, and that NaN would spread to every later step. "
+    f"{RULE}",
+    "scores divided by sqrt of the number of keys": "the scores are divided by the square "
+    "root of the number of keys (t + 1, the cache's length with the new key); the scale is "
+    "sqrt(d_k), d_k = q_new.shape[-1], the width of a key, the same at every step",
+    "rotary_base used at the first step only": RESTART,
+    "Hugging Face's rotate_half pairing": "the rotation pairs feature j with j + d/2 (Hugging "
+    "Face's rotate_half layout). Lesson 05's rotary positions pair neighbours, 2i with 2i + 1, "
+    "and the cached keys were rotated that way: use apply_rotary(x, rotary_base, "
+    "torch.tensor([t])), or pair x[..., 0::2] with x[..., 1::2]",
     "float32 returned for float64 inputs": "the output (a batch of one in float64, "
     "non-contiguous inputs, a cache of 5) is float32, but the inputs were float64: keep the "
     "inputs' dtype (make new tensors with x.new_zeros(...) or dtype=x.dtype; no .float() or "
@@ -208,9 +233,9 @@ def test_the_summary_counts_the_cases(verdict):
     passed, printed = verdict(check.kv_cache_attention, learner())
     assert passed is True
     assert printed == (
-        "✅ kv_cache_attention: passed (6 cases: first step, float64, batch of one, "
-        "non-contiguous, a padding mask, rotary positions; 5 steps in sequence twice; "
-        "outputs, caches and gradients).\n"
+        "✅ kv_cache_attention: passed (7 cases: first step, float64, batch of one, "
+        "non-contiguous, a padding mask, left padding hiding every key, rotary positions; 5 "
+        "steps in sequence twice; outputs, caches and gradients).\n"
     )
 
 
@@ -520,7 +545,7 @@ def test_an_in_place_edit_that_changes_no_value_is_named_by_autograd(verdict):
         "❌ kv_cache_attention: on inputs q_new (2, 2, 1, 4), k_new (2, 2, 1, 4), v_new (2, 2, "
         "1, 4), k_cache=None, v_cache=None, mask=None, rotary_base=None your code raised "
         "RuntimeError: a leaf Variable that requires grad is being used in an in-place "
-        "operation.. an in-place operation (x /= ..., x[...] = ...) wrote into one of your "
+        "operation. an in-place operation (x /= ..., x[...] = ...) wrote into one of your "
         "inputs: compute a new tensor instead (x = x / 2, not x /= 2)\n"
     )
 

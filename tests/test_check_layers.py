@@ -328,7 +328,7 @@ LN_WRONG = [
     (CentresInPlace, "changed one of its input tensors in place"),
     (NoKeepdim, "keepdim=True"),
     (FlattensWithView, "use .reshape(...) instead of .view(...)"),
-    (LastAxisHardCoded, "normalise over the last axis, dim=-1"),
+    (LastAxisHardCoded, "Normalise over the last axis, dim=-1"),
     (ArgumentsSwapped, "the lesson's signature is LayerNorm(d_model, eps=1e-5)"),
     (ReturnsStats, "return only the output tensor"),
 ]
@@ -493,6 +493,35 @@ class CallsUnfinishedLayerNorm(Good):
     def __init__(self, d_model, n_heads, d_ff, dropout=0.1, norm_first=False):
         super().__init__(d_model, n_heads, d_ff, dropout, norm_first)
         self.norm1 = LayerNorm(d_model)
+
+
+class EncoderWithCausalMask(Good):
+    """The decoder's causal mask in the encoder: each source word sees only those before it."""
+
+    def attend(self, x, mask):
+        T = x.shape[1]
+        causal = torch.ones(T, T, dtype=torch.bool).tril()  # <-
+        return super().attend(x, causal if mask is None else mask & causal)
+
+
+class PreLNWithAFinalNorm(Good):
+    """Pre-LN, then norm2 once more on the way out (the stack's final norm, in every layer)."""
+
+    def forward(self, x, mask=None):
+        out = super().forward(x, mask)
+        return self.norm2(out) if self.norm_first else out  # <-
+
+
+class PreLNWithItsOwnFinalNorm(Good):
+    """Pre-LN with a third LayerNorm of its own at the end of the layer."""
+
+    def __init__(self, d_model, n_heads, d_ff, dropout=0.1, norm_first=False):
+        super().__init__(d_model, n_heads, d_ff, dropout, norm_first)
+        self.final_norm = GoodNorm(d_model)
+
+    def forward(self, x, mask=None):
+        out = super().forward(x, mask)
+        return self.final_norm(out) if self.norm_first else out  # <-
 
 
 class AlwaysPostLN(Good):
@@ -809,6 +838,12 @@ class NoNormFirstArgument(Good):
 
 
 ENC_WRONG = [
+    (EncoderWithCausalMask, "your encoder layer adds a causal mask"),
+    (PreLNWithAFinalNorm, "your pre-LN layer normalises its output (with norm2 again)"),
+    (
+        PreLNWithItsOwnFinalNorm,
+        "your pre-LN layer normalises its output (with a LayerNorm of its own)",
+    ),
     (Stub, "⏳ EncoderLayer: not implemented yet"),
     (ForwardStub, "⏳ EncoderLayer: not implemented yet"),
     (CallsUnfinishedLayerNorm, "⏳ EncoderLayer: your code calls LayerNorm"),
@@ -876,3 +911,13 @@ def test_encoder_layer_mistakes_are_named(answer, diagnosis, verdict):
 def test_encoder_layer_instance_instead_of_the_class_is_explained(verdict):
     passed, printed = verdict(check.EncoderLayer, Good(12, 3, 20))
     assert passed is False and "pass the class itself, not an instance" in printed
+
+
+def test_the_float32_message_names_the_case_once(verdict):
+    passed, printed = verdict(check.LayerNorm, AlwaysFloat32)
+    assert passed is False
+    assert printed == (
+        "❌ LayerNorm: the output of LayerNorm(12, 0.001) on x of shape (2, 4, 12), float64, "
+        "non-contiguous is float32, but the inputs were float64: keep the inputs' dtype (make "
+        "new tensors with x.new_zeros(...) or dtype=x.dtype; no .float() or .double())\n"
+    )

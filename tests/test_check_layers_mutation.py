@@ -113,7 +113,7 @@ LN_WRONG_MESSAGES = {
     ),
     "AlwaysFloat32": (
         "the output of LayerNorm(12, 0.001) on x of shape (2, 4, 12), float64, "
-        "non-contiguous (float64, non-contiguous) is float32, but the inputs were float64: "
+        "non-contiguous is float32, but the inputs were float64: "
         "keep the inputs' dtype (make new tensors with x.new_zeros(...) or dtype=x.dtype; "
         "no .float() or .double())"
     ),
@@ -130,13 +130,13 @@ LN_WRONG_MESSAGES = {
     "FlattensWithView": (
         "on inputs x (2, 4, 12) your code raised RuntimeError: view size is not compatible "
         "with input tensor's size and stride (at least one dimension spans across two "
-        "contiguous subspaces). Use .reshape(...) instead.. The tensor is not contiguous in "
+        "contiguous subspaces). Use .reshape(...) instead. The tensor is not contiguous in "
         "memory (a transpose or a slice made it so): use .reshape(...) instead of "
         ".view(...), or .contiguous().view(...)"
     ),
     "LastAxisHardCoded": (
         "on inputs x (6, 9) your code raised IndexError: Dimension out of range (expected "
-        "to be in range of [-2, 1], but got 2). normalise over the last axis, dim=-1: x may "
+        "to be in range of [-2, 1], but got 2). Normalise over the last axis, dim=-1: x may "
         "have any number of leading axes, (..., d_model), not always three"
     ),
     "ArgumentsSwapped": (

@@ -724,8 +724,10 @@ ENC_MESSAGES = [
     ),
     (
         FinalNormInPreLN,
-        "the output of EncoderLayer(12, 3, 20, 0.1, True) in eval mode, no mask is not "
-        "right: at index (0, 2, 1) you have 2.408, expected 5.039 (largest difference 2.63)",
+        "your pre-LN layer normalises its output (with norm2 again): a pre-LN layer returns the "
+        "residual "
+        "stream as it is, x + ff(norm2(x)); the one final LayerNorm belongs after the last "
+        "layer of the whole stack (Transformer.encoder_norm), not in every layer",
     ),
     (
         PreLNWithoutAttentionResidual,

@@ -425,6 +425,11 @@ def padding_stray_squeeze_last(tokens, pad_id):
     return (tokens != pad_id)[:, None, None, :].squeeze(-1)
 
 
+def padding_squeezes_the_tokens(tokens, pad_id):
+    """tokens.squeeze() "to drop the batch axis": the batch of one loses it, and indexing fails."""
+    return (tokens.squeeze() != pad_id)[:, None, None, :]
+
+
 def padding_sign_when_pad_is_0(tokens, pad_id):
     """The pad-0 shortcut torch.sign(tokens): the right 1s, but int64."""
     if pad_id == 0:
@@ -588,14 +593,25 @@ PADDING_VERDICTS = [
     (
         padding_stray_squeeze,
         "❌ padding_mask: the mask for tokens (1, 4) (a batch of one, int32, pad_id=7) has shape "
-        "(1, 1, 4), expected (1, 1, 1, 4). (B, 1, T) fits scores (B, T_q, T_k) without heads; "
-        "against (B, h, T_q, T_k) its B lines up with h. Add one more axis: (B, 1, 1, T)",
+        "(1, 1, 4), expected (1, 1, 1, 4): the right entries, but an axis of size 1 is gone. A "
+        ".squeeze() removes axes of size 1, and here B = 1, so the batch's or a unit axis goes "
+        "with them: leave the mask as (tokens != pad_id)[:, None, None, :] makes it, (B, 1, 1, "
+        "T), without squeezing",
     ),
     (
         padding_stray_squeeze_last,
         "❌ padding_mask: the mask for tokens (2, 1) (T=1, int32, pad_id=4) has shape (2, 1, 1), "
-        "expected (2, 1, 1, 1). (B, 1, T) fits scores (B, T_q, T_k) without heads; against (B, "
-        "h, T_q, T_k) its B lines up with h. Add one more axis: (B, 1, 1, T)",
+        "expected (2, 1, 1, 1): the right entries, but an axis of size 1 is gone. A .squeeze() "
+        "removes axes of size 1, and here T = 1, so the time axis or a unit axis goes with them: "
+        "leave the mask as (tokens != pad_id)[:, None, None, :] makes it, (B, 1, 1, T), without "
+        "squeezing",
+    ),
+    (
+        padding_squeezes_the_tokens,
+        "❌ padding_mask: on inputs tokens (1, 4), pad_id=7 your code raised IndexError: too many "
+        "indices for tensor of dimension 1. Your code calls .squeeze(), which removes every axis "
+        "of size 1, and here B = 1: that axis goes too. Squeeze only an axis you name "
+        "(.squeeze(1)), or not at all",
     ),
     (
         padding_pad_id_falsy,

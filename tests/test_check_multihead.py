@@ -331,6 +331,40 @@ class FusedWithWeightsToo(Good):
         return out, scaled_dot_product_attention(q, k, v, mask)[1]
 
 
+class D2LStyle(nn.Module):
+    """As d2l.ai writes it: heads folded into the batch, bmm, and the attention weights kept
+    before dropout (the dropped ones only multiply the values)."""
+
+    def __init__(self, d_model, n_heads, dropout=0.0, bias=True):
+        super().__init__()
+        self.num_heads = n_heads
+        self.dropout = nn.Dropout(dropout)
+        self.w_q = nn.Linear(d_model, d_model, bias=bias)
+        self.w_k = nn.Linear(d_model, d_model, bias=bias)
+        self.w_v = nn.Linear(d_model, d_model, bias=bias)
+        self.w_o = nn.Linear(d_model, d_model, bias=bias)
+
+    def transpose_qkv(self, x):  # (B, T, d_model) -> (B * h, T, d_k)
+        x = x.reshape(x.shape[0], x.shape[1], self.num_heads, -1).permute(0, 2, 1, 3)
+        return x.reshape(-1, x.shape[2], x.shape[3])
+
+    def transpose_output(self, x):  # (B * h, T, d_k) -> (B, T, d_model)
+        x = x.reshape(-1, self.num_heads, x.shape[1], x.shape[2]).permute(0, 2, 1, 3)
+        return x.reshape(x.shape[0], x.shape[1], -1)
+
+    def forward(self, query, key, value, mask=None):
+        q, k, v = (self.transpose_qkv(f(x)) for f, x in
+                   ((self.w_q, query), (self.w_k, key), (self.w_v, value)))  # fmt: skip
+        scores = torch.bmm(q, k.transpose(1, 2)) / math.sqrt(q.shape[-1])
+        B, T_q, T_k = query.shape[0], query.shape[1], key.shape[1]
+        scores = scores.reshape(B, self.num_heads, T_q, T_k)
+        if mask is not None:
+            scores = scores.masked_fill(~mask, -1e6)
+        self.attn = F.softmax(scores, dim=-1)  # (B, h, T_q, T_k), before dropout
+        weights = self.dropout(self.attn).reshape(B * self.num_heads, T_q, T_k)
+        return self.w_o(self.transpose_output(torch.bmm(weights, v)))
+
+
 class LoopOverHeads(Good):
     """No reshaping at all: one slice of features per head, attention in a Python loop."""
 
@@ -364,6 +398,8 @@ MHA_RIGHT = [
     UnflattenPermute,
     KeepsAttnWithGrad,
     DropoutModule,
+    FusedWithWeightsToo,  # self.attn before dropout: the output shows the drop (issue 23)
+    D2LStyle,
 ]
 
 
@@ -594,6 +630,46 @@ class AttnBeforeDropout(Good):
         return dropped @ v, weights  # keeps the weights before dropout
 
 
+class AttnBeforeDropoutAtAFixedRate(Good):
+    def attend(self, q, k, v, mask):
+        _, weights = scaled_dot_product_attention(q, k, v, mask)
+        dropped = F.dropout(weights, 0.1, self.training)  # <- not the rate given
+        return dropped @ v, weights
+
+
+class AttnBeforeDropoutNotRescaled(Good):
+    def attend(self, q, k, v, mask):
+        _, weights = scaled_dot_product_attention(q, k, v, mask)
+        if self.training:  # <- a mask of zeros, no 1 / (1 - p)
+            weights_used = weights * (torch.rand_like(weights) >= self.dropout)
+        else:
+            weights_used = weights
+        return weights_used @ v, weights
+
+
+def test_weights_kept_before_dropout_pass_when_the_output_shows_the_drop(verdict):
+    """Lesson 04 asks to keep "the attention weights" in self.attn: the ones before dropout
+    (d2l's choice, and the better picture) are as right as the dropped ones, as long as the
+    output comes from correctly dropped weights (the checker reads them back from it)."""
+    passed, printed = verdict(check.MultiHeadAttention, AttnBeforeDropout)
+    assert passed is True and "✅ MultiHeadAttention: passed" in printed, printed
+
+
+class AddsTheHeadAxisToTheMask(Good):
+    """The Annotated Transformer's mask.unsqueeze(1), on masks that have the head axis already."""
+
+    def forward(self, query, key, value, mask=None):
+        if mask is not None:
+            mask = mask.unsqueeze(1)  # <- "the same mask for every head"
+        return super().forward(query, key, value, mask)
+
+
+def test_a_head_axis_added_to_a_4d_mask_is_named(verdict):
+    passed, printed = verdict(check.MultiHeadAttention, AddsTheHeadAxisToTheMask)
+    assert passed is False
+    assert "your module adds a head axis to the mask (mask.unsqueeze(1))" in printed, printed
+
+
 class ValuesProjectedWithWK(Good):
     def forward(self, query, key, value, mask=None):
         q, k = self.split(self.w_q(query)), self.split(self.w_k(key))
@@ -641,9 +717,10 @@ MHA_WRONG = [
     (CallsUnfinishedSplitHeads, "your code calls split_heads, which is not implemented yet"),
     (BiasAlwaysOn, "with bias=False, self.w_q still has a bias"),
     (DropoutConstant, "which is dropout at p=0.1, but p=0.5 was asked"),
-    (DropoutOnTheOutput, "nothing is dropped at p=0.5"),
+    (DropoutOnTheOutput, "dropout is applied to the attention's output"),
+    (AttnBeforeDropoutAtAFixedRate, "which is dropout at p=0.1, but p=0.5 was asked"),
+    (AttnBeforeDropoutNotRescaled, "the values that survive dropout are not rescaled"),
     (DropoutWholeHeads, "dropout drops whole rows"),
-    (AttnBeforeDropout, "nothing is dropped at p=0.5"),
     (ValuesProjectedWithWK, "the values are projected with w_k"),
     (SoftmaxOverHeads, "the softmax runs over the heads (dim=1)"),
     (HeadsMergedInReverse, "the heads are concatenated in reverse order"),
@@ -651,7 +728,6 @@ MHA_WRONG = [
     (InitArgumentsInAnotherOrder, "MultiHeadAttention(d_model, n_heads, dropout=0.0, bias=True)"),
     (ForwardUnderNoGrad, "carries no gradient"),
     (ForcedToFloat32, "is float32, but the inputs were float64"),
-    (FusedWithWeightsToo, "nothing is dropped at p=0.5"),
     (Stub, "⏳ MultiHeadAttention: not implemented yet"),
     (ForwardStub, "⏳ MultiHeadAttention: not implemented yet"),
     (NoWO, "skips w_o"),
@@ -1020,7 +1096,7 @@ SPLIT_VERDICTS = [
         split_flattening_with_view,
         "❌ split_heads: on inputs x (2, 4, 6), n_heads=2 your code raised RuntimeError: view size "
         "is not compatible with input tensor's size and stride (at least one dimension spans "
-        "across two contiguous subspaces). Use .reshape(...) instead.. The tensor is not "
+        "across two contiguous subspaces). Use .reshape(...) instead. The tensor is not "
         "contiguous in memory (a transpose or a slice made it so): use .reshape(...) instead of "
         ".view(...), or .contiguous().view(...)",
     ),
@@ -1151,7 +1227,7 @@ MERGE_VERDICTS = [
         merge_view_after_transpose,
         "❌ merge_heads: on inputs x (2, 3, 5, 4) your code raised RuntimeError: view size is not "
         "compatible with input tensor's size and stride (at least one dimension spans across two "
-        "contiguous subspaces). Use .reshape(...) instead.. After a transpose the tensor is no "
+        "contiguous subspaces). Use .reshape(...) instead. After a transpose the tensor is no "
         "longer contiguous in memory: use .reshape(...) instead of .view(...), or "
         ".contiguous().view(...)",
     ),
@@ -1195,7 +1271,7 @@ MERGE_VERDICTS = [
         merge_with_heads_in_the_batch,
         "❌ merge_heads: on inputs x (2, 3, 5, 4) your code raised RuntimeError: view size is not "
         "compatible with input tensor's size and stride (at least one dimension spans across two "
-        "contiguous subspaces). Use .reshape(...) instead.. The tensor is not contiguous in "
+        "contiguous subspaces). Use .reshape(...) instead. The tensor is not contiguous in "
         "memory (a transpose or a slice made it so): use .reshape(...) instead of .view(...), or "
         ".contiguous().view(...)",
     ),
@@ -1228,21 +1304,29 @@ MHA_VERDICTS = [
     ),
     (
         DropoutOnTheOutput,
-        "❌ MultiHeadAttention: self.attn after self-attention with dropout=0.5 in training mode: "
-        "nothing is dropped at p=0.5. Dropout belongs on these attention weights, after the "
-        "softmax, and the dropped weights are the ones that multiply v",
+        "❌ MultiHeadAttention: with dropout=0.5 in training mode, dropout is applied to the "
+        "attention's output (the heads, weights @ v), not to the weights: drop the attention "
+        "weights after the softmax, then multiply the dropped weights by v",
+    ),
+    (
+        AttnBeforeDropoutAtAFixedRate,
+        "❌ MultiHeadAttention: the weights behind the output of self-attention with "
+        "dropout=0.5 in training mode (self.attn keeps them before dropout, which is fine): the "
+        "kept values are scaled by 1.11, which is dropout at p=0.1, but p=0.5 was asked. Use the "
+        "rate you are given, not a fixed number",
+    ),
+    (
+        AttnBeforeDropoutNotRescaled,
+        "❌ MultiHeadAttention: the weights behind the output of self-attention with "
+        "dropout=0.5 in training mode (self.attn keeps them before dropout, which is fine): the "
+        "values that survive dropout are not rescaled: multiply them by 1 / (1 - p) = 2, so "
+        "their expected value stays the same (F.dropout and nn.Dropout do it for you)",
     ),
     (
         DropoutWholeHeads,
         "❌ MultiHeadAttention: self.attn after self-attention with dropout=0.5 in training mode: "
         "dropout drops whole rows (a query's every weight) at once; drop each weight on its own, "
         "with a random mask of the weights' full shape (F.dropout(weights, p))",
-    ),
-    (
-        AttnBeforeDropout,
-        "❌ MultiHeadAttention: self.attn after self-attention with dropout=0.5 in training mode: "
-        "nothing is dropped at p=0.5. Dropout belongs on these attention weights, after the "
-        "softmax, and the dropped weights are the ones that multiply v",
     ),
     (
         ValuesProjectedWithWK,
@@ -1283,12 +1367,6 @@ MHA_VERDICTS = [
         "non-contiguous, d_model=12, n_heads=3 is float32, but the inputs were float64: keep the "
         "inputs' dtype (make new tensors with x.new_zeros(...) or dtype=x.dtype; no .float() or "
         ".double())",
-    ),
-    (
-        FusedWithWeightsToo,
-        "❌ MultiHeadAttention: self.attn after self-attention with dropout=0.5 in training mode: "
-        "nothing is dropped at p=0.5. Dropout belongs on these attention weights, after the "
-        "softmax, and the dropped weights are the ones that multiply v",
     ),
     (
         Stub,
@@ -1335,7 +1413,7 @@ MHA_VERDICTS = [
         QueryForKeysInline,
         "❌ MultiHeadAttention: on inputs query (2, 4, 12), key (2, 6, 12), value (2, 6, 12) your "
         "code raised RuntimeError: Expected size for first two dimensions of batch2 tensor to be: "
-        "[6, 4] but got: [6, 6].. Which input feeds which projection? q = w_q(query); k = "
+        "[6, 4] but got: [6, 6]. Which input feeds which projection? q = w_q(query); k = "
         "w_k(key) and v = w_v(value), both T_k long: only q comes from query",
     ),
     (
@@ -1510,7 +1588,7 @@ MHA_VERDICTS = [
         "❌ MultiHeadAttention: on inputs query (2, 5, 12), key (2, 5, 12), value (2, 5, 12) your "
         "code raised RuntimeError: view size is not compatible with input tensor's size and "
         "stride (at least one dimension spans across two contiguous subspaces). Use .reshape(...) "
-        "instead.. After a transpose the tensor is no longer contiguous in memory: use "
+        "instead. After a transpose the tensor is no longer contiguous in memory: use "
         ".reshape(...) instead of .view(...), or .contiguous().view(...)",
     ),
     (
@@ -1626,7 +1704,7 @@ MHA_VERDICTS = [
         "❌ MultiHeadAttention: on inputs query (2, 4, 12), key (2, 6, 12), value (2, 6, 12) your "
         "code raised RuntimeError: view size is not compatible with input tensor's size and "
         "stride (at least one dimension spans across two contiguous subspaces). Use .reshape(...) "
-        "instead.. After a transpose the tensor is no longer contiguous in memory: use "
+        "instead. After a transpose the tensor is no longer contiguous in memory: use "
         ".reshape(...) instead of .view(...), or .contiguous().view(...)",
     ),
 ]

@@ -184,6 +184,15 @@ def multiplied(max_len, d_model):
     return pe
 
 
+def inverted_angle(max_len, d_model):
+    """10000^(2i/d_model) / pos: the fraction upside down (inf, then NaN, at position 0)."""
+    position = torch.arange(max_len)[:, None]
+    angle = 10000 ** (torch.arange(0, d_model, 2) / d_model) / position  # <- inverted
+    pe = torch.zeros(max_len, d_model)
+    pe[:, 0::2], pe[:, 1::2] = angle.sin(), angle[:, : d_model // 2].cos()
+    return pe
+
+
 def halves(max_len, d_model):
     position = torch.arange(max_len)[:, None]
     angle = position / 10000 ** (torch.arange(0, d_model, 2) / d_model)
@@ -367,6 +376,7 @@ WRONG = [
     (forgot_the_two, "the exponent is i/d_model, half of 2i/d_model"),
     (integer_division, "integer division (//)"),
     (multiplied, "multiplied by 10000^(2i/d_model) instead of divided"),
+    (inverted_angle, "sinusoidal_encoding(12, 8): the angle is upside down"),
     (halves, "come as two halves (all sins, then all cosines)"),
     (halves_cos_first, "come as two halves (all cosines, then all sins)"),
     (base_1000, "the frequencies are those of base 1000: the paper's base is 10000"),

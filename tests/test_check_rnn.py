@@ -792,7 +792,7 @@ VERDICTS = [
         view_of_noncontiguous_input,
         "❌ rnn_forward: on inputs x (3, 6, 2), W_xh (2, 5), W_hh (5, 5), b (5,) your code raised "
         "RuntimeError: view size is not compatible with input tensor's size and stride (at least "
-        "one dimension spans across two contiguous subspaces). Use .reshape(...) instead.. The "
+        "one dimension spans across two contiguous subspaces). Use .reshape(...) instead. The "
         "tensor is not contiguous in memory (a transpose or a slice made it so): use "
         ".reshape(...) instead of .view(...), or .contiguous().view(...)",
     ),

@@ -850,7 +850,7 @@ VERDICTS = [
         "❌ scaled_dot_product_attention: with a causal mask (T, T) (mask (5, 5)): on inputs q (2, "
         "5, 4), k (2, 5, 4), v (2, 5, 6), mask (5, 5) your code raised RuntimeError: Subtraction, "
         "the `-` operator, with a bool tensor is not supported. If you are trying to invert a "
-        "mask, use the `~` or `logical_not()` operator instead.. The mask is boolean: use ~mask "
+        "mask, use the `~` or `logical_not()` operator instead. The mask is boolean: use ~mask "
         "(not 1 - mask) for its opposite",
     ),
     (

@@ -222,6 +222,17 @@ class TgtMaskInverted(Good):
         return super().attend_self(h, None if tgt_mask is None else ~tgt_mask)
 
 
+class CrossAttentionGivenTgtMask(Good):
+    def forward(self, x, memory, tgt_mask=None, memory_mask=None):
+        return super().forward(x, memory, tgt_mask, tgt_mask)  # <- tgt_mask as the memory mask
+
+
+class PreLNWithAFinalNorm(Good):
+    def forward(self, x, memory, tgt_mask=None, memory_mask=None):
+        out = super().forward(x, memory, tgt_mask, memory_mask)
+        return self.norm3(out) if self.norm_first else out  # <- norm3 once more on the way out
+
+
 class OwnCausalMask(Good):
     def attend_self(self, h, tgt_mask):
         T = h.shape[1]
@@ -582,6 +593,8 @@ class DropoutAfterTheResidual(Good):
 
 
 WRONG = [
+    (CrossAttentionGivenTgtMask, "the cross-attention is given tgt_mask"),
+    (PreLNWithAFinalNorm, "your pre-LN layer normalises its output (with norm3 again)"),
     (Stub, "⏳ DecoderLayer: not implemented yet"),
     (ForwardStub, "⏳ DecoderLayer: not implemented yet"),
     (CausalMaskMissing, "tgt_mask is ignored: the masked self-attention must use it"),
@@ -640,7 +653,10 @@ WRONG = [
         "changes the output although dropout=0.0, and identically on every call",
     ),
     (FeedForwardInputDropped, "dropout is applied to x before the feed-forward"),
-    (PreLNNormalisesItsOutput, "your pre-LN layer normalises its output"),
+    (
+        PreLNNormalisesItsOutput,
+        "your pre-LN layer normalises its output (with a LayerNorm of its own)",
+    ),
     (CausalAlwaysAdded, "a causal mask is applied although tgt_mask is None"),
     (DropoutAfterTheResidual, "dropout is applied after the residual addition"),
     (NoNorm3, "your layer has no submodule `norm3`"),

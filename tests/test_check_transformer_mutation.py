@@ -188,7 +188,7 @@ MESSAGES = {
         "on inputs x (2, 5, 12), memory (2, 7, 12), tgt_mask (2, 1, 5, 5), memory_mask (2, "
         "1, 1, 7) your code raised RuntimeError: view size is not compatible with input "
         "tensor's size and stride (at least one dimension spans across two contiguous "
-        "subspaces). Use .reshape(...) instead.. The tensor is not contiguous in memory (a "
+        "subspaces). Use .reshape(...) instead. The tensor is not contiguous in memory (a "
         "transpose or a slice made it so): use .reshape(...) instead of .view(...), or "
         ".contiguous().view(...)"
     ),
@@ -231,7 +231,8 @@ MESSAGES = {
         "what a sublayer reads"
     ),
     "PreLNNormalisesItsOutput": (
-        "your pre-LN layer normalises its output: a pre-LN layer returns the residual "
+        "your pre-LN layer normalises its output (with a LayerNorm of its own): a pre-LN "
+        "layer returns the residual "
         "stream as it is, x + ff(norm3(x)); the one final LayerNorm belongs after the last "
         "layer of the whole stack (Transformer.decoder_norm), not in every layer"
     ),

@@ -3,7 +3,9 @@
 A checker is a function decorated with `@exercise("name")`. Its body calls the
 learner's code through `call(...)`, compares what came back with `expect_*` helpers,
 and raises `Mistake("what is wrong, in plain words")` at the first problem. The
-decorator turns that into exactly one printed verdict and a True / False result:
+decorator turns that into exactly one printed verdict and a `Verdict`, which is true or
+false (`ok = check.x(x)`, `if ok:`, `assert check.x(x)`, `ok == True`) but shows nothing
+as a cell's last expression, so the learner sees the verdict line alone:
 
     ✅ passed   ⏳ not implemented yet   ❌ the specific mistake found
 
@@ -33,7 +35,32 @@ from pathlib import Path
 
 import torch
 
-EXERCISES: dict[str, Callable[..., bool]] = {}
+
+class Verdict(int):
+    """What a checker returns: 1 (passed) or 0, so it is true or false, equals True or
+    False, and sums as a count; it is not the object True itself (`is True` is false:
+    write `bool(ok)`, `ok == True` or `if ok:`).
+
+    As a notebook cell's last expression it shows nothing: the checker has printed its
+    one verdict line already, and a `True` under it would say the same again. Elsewhere
+    (print, repr, f-strings, a plain Python prompt) it reads True or False, as a bool does.
+    """
+
+    def __new__(cls, passed: bool) -> Verdict:
+        return super().__new__(cls, bool(passed))
+
+    def __repr__(self) -> str:
+        return "True" if self else "False"
+
+    __str__ = __repr__
+
+    def _ipython_display_(self) -> None:
+        """IPython calls this instead of showing the value: show nothing."""
+
+
+PASSED, FAILED = Verdict(True), Verdict(False)
+
+EXERCISES: dict[str, Callable[..., Verdict]] = {}
 """Every exercise name -> its checker, in lesson order."""
 
 
@@ -53,16 +80,16 @@ class NotImplementedYet(Exception):
         self.culprit = culprit
 
 
-def exercise(name: str) -> Callable[[Callable[..., str]], Callable[..., bool]]:
+def exercise(name: str) -> Callable[[Callable[..., str]], Callable[..., Verdict]]:
     """Register a checker body under `name` and wrap it into a never-raising checker.
 
     The body takes the candidate and returns a short summary of what it checked
     (shown after "passed"); it reports problems by raising Mistake.
     """
 
-    def decorate(body: Callable[..., str]) -> Callable[..., bool]:
+    def decorate(body: Callable[..., str]) -> Callable[..., Verdict]:
         @functools.wraps(body)
-        def checker(candidate) -> bool:
+        def checker(candidate) -> Verdict:
             try:
                 if not callable(candidate):
                     raise Mistake(
@@ -83,19 +110,19 @@ def exercise(name: str) -> Callable[[Callable[..., str]], Callable[..., bool]]:
                         f"⏳ {name}: not implemented yet. Replace `raise NotImplementedError` "
                         "with your code, run that cell, then this one again."
                     )
-                return False
+                return FAILED
             except Mistake as mistake:
                 print(f"❌ {name}: {mistake}")
-                return False
+                return FAILED
             except Exception as error:  # a bug in the checker itself: still never raise
                 where = traceback.extract_tb(error.__traceback__)[-1]
                 print(
                     f"❌ {name}: the checker stopped on an unexpected {type(error).__name__}: "
                     f"{error} ({where.filename}:{where.lineno}). Please report this."
                 )
-                return False
+                return FAILED
             print(f"✅ {name}: passed ({summary}).")
-            return True
+            return PASSED
 
         EXERCISES[name] = checker
         return checker
@@ -153,6 +180,14 @@ COMMON_HINTS = {
 }
 
 Hints = dict[str, str] | Callable[[str], str | None] | None
+
+
+def then(text: str, hint: str) -> str:
+    """`text`, then `hint` as a sentence of its own: one full stop between them, whether or
+    not `text` (often torch's own words) ends with one already."""
+    if not hint:
+        return text
+    return text.rstrip().rstrip(".") + ". " + hint
 
 
 def _hint(error: Exception, hints: Hints) -> str:
@@ -232,7 +267,7 @@ def call(candidate, *args, names: tuple[str, ...] = (), hints: Hints = None, **k
     except Exception as error:
         message = f"on inputs {describe(**named)} your code raised {type(error).__name__}: {error}"
         hint = _hint(error, hints)
-        raise Mistake(message + (f". {hint}" if hint else "")) from None
+        raise Mistake(then(message, hint)) from None
     for original, copy in zip(originals, copies, strict=True):
         if original.shape != copy.shape or not torch.equal(original.detach(), copy):
             raise Mistake(
@@ -240,6 +275,41 @@ def call(candidate, *args, names: tuple[str, ...] = (), hints: Hints = None, **k
                 "compute new tensors instead (e.g. x = x * 2, not x *= 2)"
             )
     return result
+
+
+def squeeze_hint(candidate, units: dict[str, int]) -> str:
+    """When the answer calls .squeeze() with no axis and one of the inputs' sizes `units`
+    names is 1 ({"B": 1, "T": 5}): the hint that squeeze removed that axis too; else ""."""
+    ones = [name for name, size in units.items() if size == 1]
+    if not ones:
+        return ""
+    try:
+        source = inspect.getsource(inspect.unwrap(candidate))
+    except (OSError, TypeError):
+        return ""
+    if ".squeeze()" not in source:
+        return ""
+    here = " and ".join(f"{name} = 1" for name in ones)
+    return (
+        f"Your code calls .squeeze(), which removes every axis of size 1, and here {here}: "
+        f"{'that axis goes' if len(ones) == 1 else 'those axes go'} too. Squeeze only an axis "
+        "you name (.squeeze(1)), or not at all"
+    )
+
+
+def squeezed_from(got, want: torch.Tensor) -> bool:
+    """`got` holds `want`'s entries with some of its size-1 axes removed (a .squeeze())."""
+    if not isinstance(got, torch.Tensor) or got.dim() >= want.dim() or got.numel() != want.numel():
+        return False
+    matched = 0  # got's shape must be want's with some 1s left out
+    for n in want.shape:
+        if matched < got.dim() and got.shape[matched] == n:
+            matched += 1
+        elif n != 1:
+            return False
+    if matched != got.dim():
+        return False
+    return torch.equal(got.detach().reshape(want.shape).to(want.dtype), want)
 
 
 def expect_signature(function, expected: Sequence[str], shown: str) -> None:
@@ -400,9 +470,7 @@ def _backward(run, inputs: Sequence[torch.Tensor], parameters: Sequence[torch.Te
         grads = torch.autograd.grad(loss, wrt, allow_unused=True)
     except RuntimeError as error:
         hint = _hint(error, None)
-        raise Mistake(
-            f"the backward pass through your code failed: {error}" + (f". {hint}" if hint else "")
-        ) from None
+        raise Mistake(then(f"the backward pass through your code failed: {error}", hint)) from None
     return outputs, list(grads)
 
 
@@ -573,6 +641,7 @@ LESSON_OF_MODULE = {
     "decoding": "09",
     "efficient": "10",
     "data": "11",
+    "sampling": "12",
 }
 LESSON_OF_EXERCISE = {"scaled_dot_product_attention": "03"}
 

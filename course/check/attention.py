@@ -32,6 +32,7 @@ from course.check._framework import (
     noncontiguous,
     randn,
     softmax_rows_ok,
+    then,
 )
 
 # (*batch, T_q, T_k, d_k, d_v), dtype, contiguous: T_q, T_k, d_k, d_v all differ, so a
@@ -88,6 +89,12 @@ _MASK_HINTS = {
     "lesson's order: def scaled_dot_product_attention(q, k, v, mask=None, dropout_p=0.0)",
 }
 
+_FRONT_AXES_HINT = (
+    "Your code counts axes from the front (k.transpose(2, 3), softmax(dim=3)), which works on "
+    "4-D inputs (B, h, T, d_k) only: count them from the end, k.transpose(-2, -1) and "
+    "softmax(dim=-1), so that one sequence (T, d_k) and a batch (B, T, d_k) work too"
+)
+
 _BATCH_HINT = (
     "It works on one sequence but not on a batch: use k.transpose(-2, -1), not k.T "
     "or k.t(), so the batch axes stay in front"
@@ -135,9 +142,11 @@ def _call_on_shape(candidate, shape, q, k, v, want_out, want_w, hints):
     try:
         return _call_attention(candidate, q, k, v, want_out, want_w, hints)
     except Mistake as mistake:
+        if "Dimension out of range" in str(mistake) and q.dim() < 4:
+            raise Mistake(then(str(mistake), _FRONT_AXES_HINT)) from None
         if len(shape) == 4 or q.dtype != torch.float32 or "contiguous" in str(mistake):
             raise
-        raise Mistake(f"{mistake}. {_BATCH_HINT}") from None
+        raise Mistake(then(str(mistake), _BATCH_HINT)) from None
 
 
 def _unmasked_answers(candidate, gen, attend, hints=None):

@@ -14,8 +14,8 @@ causal & padding mask: both are right). The sources below were chosen, for these
 weights, so that each case shows what it is named after: sentences ending with <eos>
 at different steps, some never before max_len; the source's padding and the causal
 mask changing the tokens when left out. At every step the best logit leads the second
-by at least 0.005, so answers computed in another order (one sentence at a time, the
-encoder inside the loop) choose the same tokens. The models have dropout 0.3: an answer
+by at least 0.005, so answers computed in another order (one sentence at a time, say)
+choose the same tokens. The models have dropout 0.3: an answer
 that calls model.train() decodes with dropout on, which changes the tokens (and forward
 hooks see it in any case).
 
@@ -43,9 +43,13 @@ pad 0); every sentence stopped at the first <eos> of any; no stop (no padding af
 too few; the last <eos> cut off; <bos>, <eos> or <pad> hard-coded as 1, 2, 0; the output
 transposed or with a trailing axis. Found otherwise: a list instead of a tensor, ids that
 are not torch.long, sampling instead of argmax (two calls on the same inputs differ),
-training mode (forward hooks see it), src edited in place, a loop past max_len. When
-nothing matches, the answer's own tokens are replayed through the model to say at which
-sentence and step it left greedy decoding, or what comes after an <eos>.
+training mode (forward hooks see it), src edited in place, a loop past max_len. Once
+the tokens are right on every case, what lesson 09 states is judged too (forward hooks
+again): the encoder runs once (each source sentence encoded once; model(src, tgt) or
+model.encode at every step is named), and nothing runs with gradients on (no
+@torch.no_grad(), nor `with torch.no_grad():` or inference mode). When nothing matches,
+the answer's own tokens are replayed through the model to say at which sentence and step
+it left greedy decoding, or what comes after an <eos>.
 """
 
 from __future__ import annotations
@@ -438,13 +442,33 @@ def _hints(error: str) -> str | None:
     return None
 
 
-def _run(candidate, case: _Case, fed: list | None = None):
+@dataclass
+class _Seen:
+    """How an answer ran the model: the source rows the encoder read (B when the encoder
+    runs once), and whether any module ran with gradients on."""
+
+    encoded: int = 0
+    with_grad: bool = False
+
+
+def _run(candidate, case: _Case, fed: list | None = None, seen: _Seen | None = None):
     """One call of the answer on a fresh model of the case; checks the model's mode.
-    `fed` collects what the answer gave the decoder as its input (tgt)."""
+    `fed` collects what the answer gave the decoder as its input (tgt); `seen` how it ran
+    the model."""
     model, src = case.model(), case.source()
+    seen = _Seen() if seen is None else seen
     seen_training: list[bool] = []
-    hooks = [m.register_forward_pre_hook(lambda m, _: seen_training.append(m.training))
-             for m in model.modules()]  # fmt: skip
+
+    def look(module, _):
+        seen_training.append(module.training)
+        seen.with_grad |= torch.is_grad_enabled()
+
+    def encoded(_, args):
+        if args and isinstance(args[0], torch.Tensor) and args[0].dim():
+            seen.encoded += args[0].shape[0]  # (B, T_src): B source sentences
+
+    hooks = [m.register_forward_pre_hook(look) for m in model.modules()]
+    hooks.append(model.src_embed.register_forward_pre_hook(encoded))
     if fed is not None:
         hooks.append(model.tgt_embed.register_forward_pre_hook(lambda m, a: fed.append(a[0])))
     try:
@@ -456,10 +480,33 @@ def _run(candidate, case: _Case, fed: list | None = None):
     return got
 
 
-def _check_case(candidate, case: _Case, index: int) -> None:
+def _expect_how(case: _Case, seen: _Seen) -> None:
+    """The right tokens, made as the lesson states: the encoder once, no gradients."""
+    B = len(case.src)
+    if seen.encoded > B:
+        raise Mistake(
+            f"on {case.what}, your tokens are right, but the encoder ran at every step: it "
+            f"encoded {seen.encoded} source sentences for a batch of {B}. The source does "
+            "not change while decoding, so the encoder runs once, before the loop: memory = "
+            "model.encode(src, src_mask); each step then calls model.decode(tokens, memory, "
+            "src_mask) (model(src, tgt) runs the encoder again every time)"
+        )
+    if seen.with_grad:
+        raise Mistake(
+            f"on {case.what}, your tokens are right, but the model ran with gradients on: "
+            "every step keeps its activations for a backward pass that never comes "
+            "(.detach() afterwards does not prevent that). Nothing in decoding needs "
+            "gradients: decorate greedy_decode with @torch.no_grad(), as the lesson asks (or "
+            "decode inside `with torch.no_grad():`)"
+        )
+
+
+def _check_case(candidate, case: _Case, index: int) -> _Seen:
+    """The answer's tokens on this case, or the mistake; returns how it ran the model."""
     want = _expected(case)  # (B, T_out)
     fed: list = []  # what the answer gave the decoder, one (B, t) tensor per call
-    got = _run(candidate, case, fed)
+    seen = _Seen()
+    got = _run(candidate, case, fed, seen)
     if index == 0:  # the same inputs twice: greedy decoding has no randomness
         again = _run(candidate, case)
         if isinstance(got, torch.Tensor) and isinstance(again, torch.Tensor):
@@ -471,7 +518,7 @@ def _check_case(candidate, case: _Case, index: int) -> None:
                 )
     got = _expect_ids(got, f"on {case.what}, the output")
     if got.shape == want.shape and torch.equal(got, want):
-        return
+        return seen
     src = case.source()
     if any(isinstance(t, torch.Tensor) and t.shape == src.shape and torch.equal(t, src)
            for t in fed):  # fmt: skip
@@ -493,10 +540,12 @@ def greedy_decode(candidate) -> str:
     expect_signature(candidate, _NAMES, _SIGNATURE)
     with _one_thread(), torch.random.fork_rng(devices=[]):
         torch.manual_seed(0)  # a sampling answer draws the same on every check
-        for index, case in enumerate(_CASES):
-            _check_case(candidate, case, index)
+        seen = [_check_case(candidate, case, index) for index, case in enumerate(_CASES)]
+        for case, how in zip(_CASES, seen, strict=True):  # the tokens first, then how
+            _expect_how(case, how)
     return (
         f"{len(_CASES)} cases: sentences ending at different steps and some never, a batch "
         "of one, max_len = 1, padded sources, other special ids; the same tokens on two "
-        "calls; the model left in eval mode and src unchanged"
+        "calls; the model left in eval mode and src unchanged; the encoder run once, "
+        "without gradients"
     )

@@ -18,7 +18,10 @@ apply_rotary(q_new, base) on the one new row: it rotates by position 0 at every 
 
 Cases: the first step (caches None); a cache of 3, non-contiguous (with B = 2, where
 merging B and h with .view fails); a batch of one in float64, non-contiguous too; a
-padding mask over the keys; rotary positions at a cache of 4 (and at the first step);
+padding mask over the keys; left padding (lesson 06): a mask that hides every key of one
+sentence, whose query must get lesson 03's zero output (a -1e9 fill gives it the mean of
+the values, a bare -inf fill NaN: both named); rotary positions at a cache of 4 (and at
+the first step);
 then several steps in sequence, the answer's own caches fed back, each output compared
 with row t of full causal attention. Values of the output and both caches, their dtype,
 and the gradients with respect to every input (caches included).
@@ -48,6 +51,7 @@ from course.attention import scaled_dot_product_attention
 from course.check._framework import (
     Mistake,
     call,
+    close,
     exercise,
     expect_close,
     expect_gradients,
@@ -57,6 +61,8 @@ from course.check._framework import (
     generator,
     noncontiguous,
     randn,
+    squeeze_hint,
+    then,
 )
 from course.check.transformer import _one_thread
 from course.masking import causal_mask
@@ -89,7 +95,7 @@ _HINTS = {
 def _step(q, k, v, k_cache, v_cache, mask, rotary_base, *, position_shift=0, no_rotation=False,
           rotate_all=False, twice=False, keys="all", causal=False, softmax_dim=-1,
           scale="sqrt", use_mask="given", swap_kv=False, prepend=False,
-          rotated="qk"):  # fmt: skip
+          rotated="qk", half=False):  # fmt: skip
     """course.efficient.kv_cache_attention with one mistake switched on (defaults: none).
 
     Returns (output, k_all, v_all). position_shift: rotate by t + shift; no_rotation:
@@ -99,12 +105,19 @@ def _step(q, k, v, k_cache, v_cache, mask, rotary_base, *, position_shift=0, no_
     causal mask, the query sees position 0 only; softmax_dim; scale: "sqrt", "none",
     "d_k"; use_mask: "given", "none", "inverted"; swap_kv: keys and values swapped in the
     attention; rotated: which of the new q, k, v are rotated ("qk"; "q": the key is not,
-    "qkv": the value is too).
+    "qkv": the value is too); half: rotated in Hugging Face's layout, feature j paired with
+    j + d/2 (rotate_half), not 2i with 2i + 1. scale also "keys" (sqrt(t + 1), the number of
+    keys) and "cache" (sqrt(t), the cache's length).
     """
     t = 0 if k_cache is None else k_cache.shape[-2]
     if rotary_base is not None and not no_rotation and not rotate_all:
         position = torch.tensor([t + position_shift])
-        q, k, v = (apply_rotary(x, rotary_base, position) if name in rotated else x
+        turn = (
+            (lambda x: _rotate_half(x, rotary_base, t + position_shift))
+            if half
+            else (lambda x: apply_rotary(x, rotary_base, position))
+        )
+        q, k, v = (turn(x) if name in rotated else x
                    for name, x in zip("qkv", (q, k, v), strict=True))  # fmt: skip
     new_k, new_v = ([k, k], [v, v]) if twice else ([k], [v])
     old_k, old_v = ([], []) if k_cache is None else ([k_cache], [v_cache])
@@ -131,12 +144,22 @@ def _step(q, k, v, k_cache, v_cache, mask, rotary_base, *, position_shift=0, no_
         top_left = torch.tril(torch.ones(1, T_k, dtype=torch.bool))  # (1, T_k): key 0 only
         att_mask = top_left if att_mask is None else att_mask & top_left
     d_k = q.shape[-1]
-    divisor = {"sqrt": math.sqrt(d_k), "none": 1.0, "d_k": float(d_k)}[scale]
+    divisor = {"sqrt": math.sqrt(d_k), "none": 1.0, "d_k": float(d_k), "keys": math.sqrt(T_k),
+               "cache": math.sqrt(max(t, 1))}[scale]  # fmt: skip
     scores = q @ k_att.transpose(-2, -1) / divisor  # (B, h, 1, T_k)
     if att_mask is not None:
         scores = scores.masked_fill(~att_mask, float("-inf"))
     weights = scores.softmax(dim=softmax_dim)  # NaN where a mistake leaves it undefined
     return weights @ v_att, k_all, v_all
+
+
+def _rotate_half(x: torch.Tensor, base: float, position: int) -> torch.Tensor:
+    """Rotary positions in Hugging Face's layout: feature j paired with feature j + d/2."""
+    d = x.shape[-1]
+    theta = base ** (-torch.arange(0, d, 2, dtype=torch.float64) / d)  # (d/2,)
+    angle = torch.cat([position * theta, position * theta]).to(x.dtype)  # (d,)
+    x1, x2 = x[..., : d // 2], x[..., d // 2 :]
+    return x * angle.cos() + torch.cat([-x2, x1], dim=-1) * angle.sin()
 
 
 _CAUSAL = (
@@ -147,10 +170,27 @@ _CAUSAL = (
     "mask at all"
 )
 _RESTART = (
-    "the new query and key are rotated by position 0, as if the sequence restarted at every "
-    "step: apply_rotary(q_new, base) rotates its one row by position 0. Rotate both by their "
-    "position t = k_cache.shape[-2] (0 at the first step): apply_rotary(x, rotary_base, "
-    "torch.tensor([t]))"
+    "with a cache of t positions, the new query and key are not rotated by their position t: "
+    "they come out as they went in, as a rotation by position 0 leaves them. Either "
+    "rotary_base is used only at the first step (when k_cache is None), or apply_rotary(q_new, "
+    "base) turned the one new row by position 0, as if the sequence restarted at every step "
+    "(both give these numbers). Rotate both by t = k_cache.shape[-2] (0 at the first step): "
+    "apply_rotary(x, rotary_base, torch.tensor([t]))"
+)
+_ROTATE_HALF = (
+    "the rotation pairs feature j with j + d/2 (Hugging Face's rotate_half layout). Lesson "
+    "05's rotary positions pair neighbours, 2i with 2i + 1, and the cached keys were rotated "
+    "that way: use apply_rotary(x, rotary_base, torch.tensor([t])), or pair x[..., 0::2] with "
+    "x[..., 1::2]"
+)
+_SCALE_KEYS = (
+    "the scores are divided by the square root of the number of keys (t + 1, the cache's "
+    "length with the new key); the scale is sqrt(d_k), d_k = q_new.shape[-1], the width of a "
+    "key, the same at every step"
+)
+_SCALE_CACHE = (
+    "the scores are divided by the square root of the cache's length t (k_cache.shape[-2]); "
+    "the scale is sqrt(d_k), d_k = q_new.shape[-1], the width of a key, the same at every step"
 )
 _PREPEND = (
     "the new key and value are put before the cached ones: append them at the end, "
@@ -198,6 +238,7 @@ def _output_mistakes(args) -> dict[str, torch.Tensor]:
         "a distribution over the keys, softmax(dim=-1)": dict(softmax_dim=-2),
         "the scores are not scaled: divide q k^T by sqrt(d_k)": dict(scale="none"),
         "the scores are divided by d_k; the scale is sqrt(d_k)": dict(scale="d_k"),
+        _SCALE_KEYS: dict(scale="keys"),
         "keys and values are swapped in the attention: scores come from q and the keys, the "
         "output averages the values": dict(swap_kv=True),
     }
@@ -207,7 +248,10 @@ def _output_mistakes(args) -> dict[str, torch.Tensor]:
         )
         cases["the mask is inverted: True means may attend, so hide the keys where it is "
               "False (masked_fill(~mask, -inf))"] = dict(use_mask="inverted")  # fmt: skip
+    if k_cache is not None:
+        cases[_SCALE_CACHE] = dict(scale="cache")
     if rotary_base is not None:
+        cases[_ROTATE_HALF] = dict(half=True)
         if k_cache is not None:
             cases[_RESTART] = dict(no_rotation=True)
             cases[_ROTATE_ALL] = dict(rotate_all=True)
@@ -240,6 +284,7 @@ def _cache_mistakes(args, which: int) -> dict[str, torch.Tensor]:
         if k_cache is not None:
             wrong[_ROTATE_ALL] = _step(*args, rotate_all=True)[1]
         wrong[_OFF_BY_ONE] = _step(*args, position_shift=1)[1]
+        wrong[_ROTATE_HALF] = _step(*args, half=True)[1]
     if rotary_base is not None and which == 2:
         wrong[_VALUE_ROTATED] = _step(*args, rotated="qkv")[2]
     return wrong
@@ -248,7 +293,8 @@ def _cache_mistakes(args, which: int) -> dict[str, torch.Tensor]:
 # ---------------------------------------------------------------------- cases ----------
 
 
-def _inputs(gen, B, h, t, d_k, dtype=torch.float32, *, masked=False, rotary=False, strided=False):
+def _inputs(gen, B, h, t, d_k, dtype=torch.float32, *, masked=False, rotary=False, strided=False,
+            empty_row=False):  # fmt: skip
     q, k, v = (randn(gen, B, h, 1, d_k, dtype=dtype) for _ in range(3))
     k_cache = randn(gen, B, h, t, d_k, dtype=dtype) if t else None
     v_cache = randn(gen, B, h, t, d_k, dtype=dtype) if t else None
@@ -261,6 +307,8 @@ def _inputs(gen, B, h, t, d_k, dtype=torch.float32, *, masked=False, rotary=Fals
         mask = torch.ones(B, 1, 1, t + 1, dtype=torch.bool)
         mask[0, ..., 1] = False
         mask[-1, ..., t - 1] = False
+        if empty_row:  # left padding (lesson 06): sentence 1 has no real token yet
+            mask[1] = False
     return q, k, v, k_cache, v_cache, mask, (_BASE if rotary else None)
 
 
@@ -271,6 +319,8 @@ _CASES = [
     ("a batch of one in float64, non-contiguous inputs, a cache of 5",
      dict(B=1, h=3, t=5, d_k=2, dtype=torch.float64, strided=True)),
     ("a padding mask (B, 1, 1, t + 1) over a cache of 4", dict(B=3, h=2, t=4, d_k=4, masked=True)),
+    ("left padding: a padding mask over a cache of 2 that hides every key of sentence 1",
+     dict(B=3, h=2, t=2, d_k=4, masked=True, empty_row=True)),
     ("rotary positions, rotary_base = 10000.0, a cache of 4",
      dict(B=2, h=2, t=4, d_k=6, rotary=True)),
     ("rotary positions at the first step", dict(B=2, h=2, t=0, d_k=6, rotary=True)),
@@ -288,6 +338,10 @@ def _call(candidate, *args):
         return call(candidate, *args, names=_NAMES, hints=_HINTS)
     except Mistake as mistake:
         if "changed one of its input tensors in place" not in str(mistake):
+            B, h = args[0].shape[:2]
+            hint = squeeze_hint(candidate, {"B": B, "h": h})
+            if hint and "squeeze" not in str(mistake):
+                raise Mistake(then(str(mistake), hint)) from None
             raise
         given = dict(zip(_NAMES, args, strict=True))
         changed = [
@@ -363,10 +417,54 @@ def _expect_connected(candidate, args) -> None:
             )
 
 
+def _expect_empty_rows(got: torch.Tensor, args) -> None:
+    """A query whose mask hides every key (left padding: no real token yet) gets lesson 03's
+    zero weights and zero output, not NaN and not the mean of the values."""
+    q, _, _, _, _, mask, _ = args
+    if mask is None or not isinstance(got, torch.Tensor) or got.shape != q.shape:
+        return
+    empty = ~mask.any(dim=-1, keepdim=True).expand(q.shape[:-1] + (1,))  # (B, h, 1, 1)
+    if not empty.any():
+        return
+    rows = got.detach()[empty.expand_as(got)]
+    _, k_all, v_all = efficient.kv_cache_attention(*args)
+    mean = v_all.mean(dim=-2, keepdim=True).expand_as(got)[empty.expand_as(got)]
+    if not torch.isfinite(rows).all():
+        raise Mistake(
+            f"{_EMPTY_ROW} gets NaN: the softmax of a row of -inf is 0 / 0, and that NaN would "
+            f"spread to every later step. {_EMPTY_RULE}"
+        )
+    if close(rows, mean):
+        raise Mistake(
+            f"{_EMPTY_ROW} gets the mean of the values (a -1e9 fill gives every hidden key the "
+            f"same weight 1 / (t + 1)), so a padding token reads the padding. {_EMPTY_RULE}"
+        )
+    if not close(rows, torch.zeros_like(rows)):
+        raise Mistake(
+            f"{_EMPTY_ROW} should get a zero output, got values from {float(rows.min()):.3g} "
+            f"to {float(rows.max()):.3g}. {_EMPTY_RULE}"
+        )
+
+
+_EMPTY_ROW = (
+    "a query whose mask hides every key (left padding, lesson 06: a sentence with no real "
+    "token yet)"
+)
+_EMPTY_RULE = (
+    "Lesson 03's rule: such a query gets zero weights and a zero output. Use lesson 03's "
+    "scaled_dot_product_attention(q, k, v, mask), or after the softmax "
+    "weights.masked_fill(~mask.any(dim=-1, keepdim=True), 0.0)"
+)
+
+
 def _check_case(candidate, what: str, args) -> None:
     q, k, v, k_cache, v_cache, mask, rotary_base = args
     want = efficient.kv_cache_attention(*args)
     got = expect_tuple(_call(candidate, *args), ("output", "k_cache", "v_cache"))
+    try:
+        _expect_empty_rows(got[0], args)
+    except Mistake as mistake:
+        raise Mistake(f"on {what}, {mistake}") from None
     expect_close(got[0], want[0], f"the output ({what})", wrong=lambda: _output_mistakes(args))
     _expect_cache(got[1], want[1], k_cache, "k_cache", args, 1)
     _expect_cache(got[2], want[2], v_cache, "v_cache", args, 2)
@@ -422,11 +520,13 @@ def kv_cache_attention(candidate) -> str:
         torch.manual_seed(0)
         gen = generator(10)
         for what, sizes in _CASES:
-            args = _inputs(gen, **sizes)
+            # the left-padding case draws from a stream of its own: the others' inputs stay
+            args = _inputs(generator(11) if sizes.get("empty_row") else gen, **sizes)
             _check_case(candidate, what, args)
         _check_sequence(candidate, gen, rotary=False)
         _check_sequence(candidate, gen, rotary=True)
     return (
         f"{len(_CASES)} cases: first step, float64, batch of one, non-contiguous, a padding "
-        "mask, rotary positions; 5 steps in sequence twice; outputs, caches and gradients"
+        "mask, left padding hiding every key, rotary positions; 5 steps in sequence twice; "
+        "outputs, caches and gradients"
     )

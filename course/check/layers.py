@@ -120,7 +120,7 @@ _LN_CALL_HINTS = {
     "must match the size of tensor": "The mean and the variance lose the last axis unless you "
     "keep it: x.mean(dim=-1, keepdim=True), so that they broadcast against x (..., d_model)",
     "positional argument": "The module is called as norm(x)",
-    "Dimension out of range": "normalise over the last axis, dim=-1: x may have any number of "
+    "Dimension out of range": "Normalise over the last axis, dim=-1: x may have any number of "
     "leading axes, (..., d_model), not always three",
 }
 
@@ -328,7 +328,9 @@ def _check_layer_norm(candidate) -> str:
         if i == _LN_ROBUST:
             module.double(), ref.double()
             x = noncontiguous(x.double())
-        what = f"the output of {shown} on {_describe_case(x)} ({exposes})"
+        what = f"the output of {shown} on {_describe_case(x)}"
+        if i != _LN_ROBUST:  # the robust case's description is its exposes already
+            what += f" ({exposes})"
         with torch.no_grad():
             want = ref(x)
             got = call(module, x, names=("x",), hints=_LN_CALL_HINTS)
@@ -519,7 +521,7 @@ def _ff_variant(ref, x, activation: str = "relu") -> torch.Tensor:
 
 def _enc_variant(ref, x, mask, arrangement: str, *, residual=(True, True), norms=("norm1", "norm2"),
                  mask_mode="as is", activation="relu", attn_source="normed",
-                 ff_source="h") -> torch.Tensor:  # fmt: skip
+                 ff_source="h", final_norm=None) -> torch.Tensor:  # fmt: skip
     """The reference layer (eval mode) with one usual mistake switched on.
 
     arrangement: "post" norm(x + sub(x)), "pre" x + sub(norm(x)), "pre from normed" (the
@@ -527,10 +529,30 @@ def _enc_variant(ref, x, mask, arrangement: str, *, residual=(True, True), norms
     (attention, feed-forward) residuals; norms: which norms the two sublayers use;
     attn_source (pre-LN): "normed", "raw" (attn(x)), "raw keys" (attn(norm(x), x, x));
     ff_source (post-LN): "h" (the attention sublayer's output) or "x" (the layer's input).
+    mask_mode: "as is", "dropped", "inverted", "causal" (a causal mask added to the one
+    given); final_norm: None, "norm2" (norm2 once more on the output) or "plain" (a fresh
+    LayerNorm, gain 1 and bias 0, on the output).
     """
     n1, n2 = (getattr(ref, name) for name in norms)
-    if mask is not None and mask_mode != "as is":
+    if mask_mode == "causal":
+        T = x.shape[1]
+        causal = torch.ones(T, T, dtype=torch.bool, device=x.device).tril()  # (T, T)
+        mask = causal if mask is None else mask & causal
+    elif mask is not None and mask_mode != "as is":
         mask = None if mask_mode == "dropped" else ~mask
+    if final_norm is not None:
+        out = _enc_variant(
+            ref,
+            x,
+            mask,
+            arrangement,
+            residual=residual,
+            norms=norms,
+            activation=activation,
+            attn_source=attn_source,
+            ff_source=ff_source,
+        )
+        return _finally_normed(ref, out, final_norm, "norm2")
     a_res, f_res = residual
 
     def attn(q, kv):
@@ -553,6 +575,31 @@ def _enc_variant(ref, x, mask, arrangement: str, *, residual=(True, True), norms
     q, kv = {"normed": (n1(x), n1(x)), "raw": (x, x), "raw keys": (n1(x), x)}[attn_source]
     h = (x if a_res else 0) + attn(q, kv)
     return (h if f_res else 0) + ff(n2(h))
+
+
+def _finally_normed(ref, out: torch.Tensor, final_norm: str, last: str) -> torch.Tensor:
+    """out normalised once more: by the layer's own `last` norm, or by a fresh one."""
+    if final_norm == "plain":
+        return nn.functional.layer_norm(out, out.shape[-1:], eps=getattr(ref, last).eps)
+    return getattr(ref, last)(out)
+
+
+CAUSAL_IN_THE_ENCODER = (
+    "your encoder layer adds a causal mask: the encoder reads the whole source at once, and "
+    "every word may attend to every other (the padding aside), the ones after it too. The "
+    "causal mask belongs to the decoder's self-attention; here, pass the mask you are given "
+    "on as it is, self.self_attn(x, x, x, mask)"
+)
+
+
+def final_norm_mistake(which: str, last: str, stack_norm: str) -> str:
+    """The pre-LN layer normalises its output with `which` norm; `last`: what it should
+    return; `stack_norm`: the Transformer's attribute holding the stack's one final norm."""
+    return (
+        f"your pre-LN layer normalises its output ({which}): a pre-LN layer returns the residual "
+        f"stream as it is, {last}; the one final LayerNorm belongs after the last layer of "
+        f"the whole stack (Transformer.{stack_norm}), not in every layer"
+    )
 
 
 def _enc_mistakes(ref, x, mask, norm_first: bool) -> dict[str, torch.Tensor]:
@@ -595,8 +642,15 @@ def _enc_mistakes(ref, x, mask, norm_first: bool) -> dict[str, torch.Tensor]:
         "the feed-forward uses GELU; the paper's (and torch's default) activation is ReLU, "
         "FFN(x) = linear2(relu(linear1(x)))": run(activation="gelu"),
     }
+    wrong[CAUSAL_IN_THE_ENCODER] = run(mask_mode="causal")
     if norm_first:
         wrong |= {
+            final_norm_mistake("with norm2 again", "x + ff(norm2(x))", "encoder_norm"): run(
+                final_norm="norm2"
+            ),
+            final_norm_mistake("with a LayerNorm of its own", "x + ff(norm2(x))", "encoder_norm"): (
+                run(final_norm="plain")
+            ),
             "the residual adds the normalised x: x = norm(x) replaced the residual stream. "
             "Pre-LN keeps x as it is and adds the sublayer's output to it, "
             "x = x + sublayer(norm(x)) (use another name for the normalised x)": _enc_variant(

@@ -34,6 +34,9 @@ from course.check._framework import (
     expect_signature,
     expect_tensor,
     noncontiguous,
+    squeeze_hint,
+    squeezed_from,
+    then,
 )
 
 __all__ = ["causal_mask", "padding_mask"]
@@ -263,10 +266,21 @@ def padding_mask(candidate) -> str:
     for description, tokens, pad_id in cases:
         B, T = tokens.shape
         want = reference.padding_mask(tokens, pad_id)
-        got = call(candidate, tokens, pad_id, names=("tokens", "pad_id"))
+        try:
+            got = call(candidate, tokens, pad_id, names=("tokens", "pad_id"))
+        except Mistake as mistake:
+            raise Mistake(then(str(mistake), squeeze_hint(candidate, {"B": B, "T": T}))) from None
         what = f"the mask for tokens {tuple(tokens.shape)} ({description})"
         got = expect_tensor(got, what)
         _expect_bool(got, want, what, _MAKE_PADDING)
+        if (B == 1 or T == 1) and squeezed_from(got, want):
+            which = "B = 1, so the batch's" if B == 1 else "T = 1, so the time axis"
+            raise Mistake(
+                f"{what} has shape {tuple(got.shape)}, expected {tuple(want.shape)}: the right "
+                f"entries, but an axis of size 1 is gone. A .squeeze() removes axes of size 1, "
+                f"and here {which} or a unit axis goes with them: leave the mask as "
+                "(tokens != pad_id)[:, None, None, :] makes it, (B, 1, 1, T), without squeezing"
+            )
         expect_shape(got, want.shape, what, _padding_shape_hint(got, B, T))
         expect_close(
             got,

@@ -12,6 +12,13 @@ About `.attn`: the output is checked first, on every case. A module built on tor
 fused F.scaled_dot_product_attention computes the right output but has no weights to
 keep; it fails only on the last step, with a message saying the output is right and
 that `self.attn` (needed for the lesson's heatmaps) is missing.
+
+About dropout and `.attn`. In training mode `self.attn` may hold the weights after dropout
+(the ones that multiply v, as the course's module keeps them) or before it (as d2l.ai's
+does, the better picture): both are right, as long as the output is computed from
+correctly dropped weights. In the second case those weights are read back from the output
+(a float64 case with d_k = T, where w_o and each head's values can be inverted) and judged
+as `self.attn` would be: rate, rescaling, each weight on its own, a new draw every call.
 """
 
 import functools
@@ -421,6 +428,24 @@ def _cases(gen, d_model: int):
     ]  # fmt: skip
 
 
+def _expect_no_head_axis_added(module, query, key, value, mask, want, what: str) -> None:
+    """The output failed with a 4-D mask: if the module is right on the same mask without
+    its head axis, it adds one itself (mask.unsqueeze(1)): name that."""
+    if mask is None or mask.dim() != 4 or mask.shape[1] != 1:
+        return
+    try:
+        got = module(query, key, value, mask[:, 0])  # (B, T_q or 1, T_k): the head axis removed
+    except Exception:  # the probe is the checker's own call: any failure means "not that"
+        return
+    if isinstance(got, torch.Tensor) and close(got, want):
+        raise Mistake(
+            f"on {what}, your module adds a head axis to the mask (mask.unsqueeze(1)), as the "
+            "Annotated Transformer does for its (B, 1, T) masks; the course's masks come with "
+            f"it already, {tuple(mask.shape)}, broadcastable to (B, h, T_q, T_k). Pass the mask "
+            "on to the attention as it is"
+        )
+
+
 def _run(module, query, key, value, mask, what: str, by_keyword=False) -> torch.Tensor:
     """module(query, key, value[, mask]): positionally, or with mask=mask by keyword."""
     args = (query, key, value) if mask is None or by_keyword else (query, key, value, mask)
@@ -525,13 +550,17 @@ def _check_module(candidate) -> str:
                 module.double(), ref.double()
             with torch.no_grad():
                 want = ref(query, key, value, mask)
-                got = _run(module, query, key, value, mask, what, by_keyword=n_cases == 2)
-                expect_shape(
-                    got,
-                    want.shape,
-                    f"the output on {what}",
-                    "It is (B, T_q, d_model): one vector per query position",
-                )
+                try:
+                    got = _run(module, query, key, value, mask, what, by_keyword=n_cases == 2)
+                    expect_shape(
+                        got,
+                        want.shape,
+                        f"the output on {what}",
+                        "It is (B, T_q, d_model): one vector per query position",
+                    )
+                except Mistake:
+                    _expect_no_head_axis_added(module, query, key, value, mask, want, what)
+                    raise
                 wrong = functools.partial(_mha_mistakes, ref, query, key, value, mask)
                 expect_close(
                     got, want, f"the output on {what}", wrong=wrong if n_heads > 1 else None
@@ -632,6 +661,10 @@ def _check_dropout(candidate, gen) -> None:
                     f"with dropout={p} in training mode nothing was dropped: drop attention "
                     "weights while training, dropout_p = self.dropout if self.training else 0.0"
                 )
+            if isinstance(attn, torch.Tensor) and attn.shape == kept_all.shape:
+                if close(attn, kept_all):  # self.attn before dropout, the output dropped
+                    _check_dropout_behind_output(candidate, p, what)
+                    continue
             expect_shape(attn, kept_all.shape, f"self.attn after {what}")
             expect_dropout(attn, kept_all, p, f"self.attn after {what}")
             v = reference.split_heads(ref.w_v(x), n_heads)  # (B, h, T, d_k)
@@ -639,3 +672,49 @@ def _check_dropout(candidate, gen) -> None:
             first = attn.clone()
             _run(module, x, x, x, None, what)
             expect_fresh_randomness(first, module.attn, f"self.attn after {what}")
+
+
+def _weights_behind(module, ref, x, n_heads: int, what: str):
+    """The attention weights the module's output was computed from, read back from it.
+
+    The output is w_o(merge(weights @ v)); with d_k = T the values of a head are a square
+    (T, T) matrix, so in float64 both steps can be undone: merged = (out - b_o) W_o^-T,
+    then weights = heads v^-1. Entries within 1e-9 of 0 are set to 0 (dropped)."""
+    out = _run(module, x, x, x, None, what).detach().double()
+    merged = torch.linalg.solve(ref.w_o.weight.T, out - ref.w_o.bias, left=False)
+    heads = reference.split_heads(merged, n_heads)  # (B, h, T, d_k)
+    v = reference.split_heads(ref.w_v(x), n_heads)  # (B, h, T, d_k), d_k = T: square
+    weights = torch.linalg.solve(v, heads, left=False)  # weights @ v = heads
+    return weights.masked_fill(weights.abs() < 1e-9, 0.0), heads
+
+
+def _check_dropout_behind_output(candidate, p: float, what: str) -> None:
+    """self.attn holds the weights before dropout (as d2l keeps them) and the output is
+    dropped: right, if the weights the output was computed from are the dropped ones. Read
+    them back from the output (see `_weights_behind`) and judge them as self.attn is judged.
+    """
+    d_model, n_heads, T = 48, 3, 16  # d_k = T = 16
+    gen = generator(7)
+    ref = _reference(gen, d_model, n_heads).double()
+    module = _instantiate(candidate, d_model, n_heads, p)
+    _copy_weights(module, ref)
+    module.double().train()
+    x = randn(gen, 4, T, d_model, dtype=torch.float64)  # 4 x 3 x 16 x 16 = 3072 weights
+    with torch.no_grad():
+        ref(x, x, x)
+        kept_all = ref.attn  # (B, h, T, T), no dropout: ref is in eval mode
+        weights, heads = _weights_behind(module, ref, x, n_heads, what)
+        dropped_heads = heads.abs() < 1e-9
+        if abs(float(dropped_heads.double().mean()) - p) < 0.07:
+            raise Mistake(
+                f"with dropout={p} in training mode, dropout is applied to the attention's "
+                "output (the heads, weights @ v), not to the weights: drop the attention "
+                "weights after the softmax, then multiply the dropped weights by v"
+            )
+        behind = (
+            f"the weights behind the output of {what} (self.attn keeps them before dropout, "
+            "which is fine)"
+        )
+        expect_dropout(weights, kept_all, p, behind)
+        again, _ = _weights_behind(module, ref, x, n_heads, what)
+        expect_fresh_randomness(weights, again, behind)

@@ -46,6 +46,7 @@ def _table(
     layout: str = "interleaved",
     start: int = 0,
     unit: float = 1.0,
+    inverted: bool = False,
 ) -> torch.Tensor:
     """The table a learner's formula gives, in float64: the right one with the defaults.
 
@@ -55,7 +56,7 @@ def _table(
     layout: "interleaved" (sin even, cos odd: right), "swapped" (cos even, sin odd),
       "halves" (all sins, then all cosines), "halves, cos first", "sin only";
     start: the first position; unit: what the angles are multiplied by (pi / 180: read as
-      degrees).
+      degrees); inverted: the angle upside down, base^power / pos (NaN at position 0).
     """
     pos = torch.arange(start, start + max_len, dtype=torch.float64)[:, None]  # (max_len, 1)
     j = torch.arange(d_model, dtype=torch.float64)  # (d_model,): dimension index
@@ -79,11 +80,18 @@ def _table(
         "2i//d": torch.div(2 * i, d_model, rounding_mode="floor"),
         "-2i/d": -2 * i / d_model,
     }[exponent]
-    angle = pos / base**power * unit  # (max_len, 1) / (d_model,) -> (max_len, d_model)
+    angle = (base**power / pos if inverted else pos / base**power) * unit  # (max_len, d_model)
     return torch.where(is_sin, torch.sin(angle), torch.cos(angle))  # (max_len, d_model)
 
 
 _INTERLEAVE = "pe[:, 0::2] = torch.sin(angle), pe[:, 1::2] = torch.cos(angle)"
+
+
+_INVERTED = (
+    "the angle is upside down, 10000^(2i/d_model) / pos: at position 0 that divides by 0, "
+    "and sin(inf) is NaN. The angle is pos / 10000^(2i/d_model): the position on top, so it "
+    "grows along the sequence, slowly for the later pairs"
+)
 
 
 def _mistakes(max_len: int, d_model: int) -> dict[str, torch.Tensor]:
@@ -305,6 +313,10 @@ def _check_size(candidate, max_len: int, d_model: int) -> None:
     want = reference.sinusoidal_encoding(max_len, d_model)  # (max_len, d_model)
     expect_shape(got, want.shape, what, _shape_hint(got, want, max_len, d_model))
     _expect_dtype(got, want, what)
+    if not torch.isfinite(got).all() and max_len > 1:
+        # float32 angles in the thousands: matched to 1e-2, as `_loosely` does
+        if matches(got, _table(max_len, d_model, inverted=True), 1e-2, 0.0):
+            raise Mistake(f"{what}: {_INVERTED}")
     try:
         expect_close(
             got,

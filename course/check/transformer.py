@@ -58,6 +58,7 @@ from course.check.layers import (
     _expect_dropout_while_training,
     _expect_residual_dropout,
     _ff_variant,
+    _finally_normed,
     _first_wrong_part,
     _Layer,
     _norm_pairs,
@@ -66,6 +67,7 @@ from course.check.layers import (
     _projection_pairs,
     _seeded,
     _submodule,
+    final_norm_mistake,
 )
 
 __all__ = ["DecoderLayer"]
@@ -139,7 +141,7 @@ def _dec_variant(ref, x, memory, tgt_mask, memory_mask, arrangement: str, *,
                  norms_by_position=False, tgt_mode="as is", memory_mode="as is",
                  masks_swapped=False, self_q="h", self_kv="h", cross_q="h", cross_k="memory",
                  cross_v="memory", memory_normed=False, cross_module="cross_attn",
-                 activation="relu", ff_reads="h") -> torch.Tensor:  # fmt: skip
+                 activation="relu", ff_reads="h", final_norm=None) -> torch.Tensor:  # fmt: skip
     """The reference layer (eval mode) with one usual mistake switched on.
 
     arrangement: "post" x = norm(x + sub(x)); "pre" x = x + sub(norm(x)); "norm inside"
@@ -150,12 +152,25 @@ def _dec_variant(ref, x, memory, tgt_mask, memory_mask, arrangement: str, *,
     tgt_mode "own causal" (a causal mask made inside instead of tgt_mask). The sublayers'
     inputs: "h" (the sublayer's input: x in post-LN, norm(x) in pre-LN), "raw" (the
     stream x itself), "memory", "input" (the layer's input, before any sublayer).
+    memory_mode also "tgt" (tgt_mask used as the memory mask); final_norm: None, "norm3"
+    (norm3 once more on the output) or "plain" (a fresh LayerNorm on the output).
     """
+    if final_norm is not None:
+        out = _dec_variant(ref, x, memory, tgt_mask, memory_mask, arrangement,
+                           residual=residual, norms=norms, order=order,
+                           norms_by_position=norms_by_position, tgt_mode=tgt_mode,
+                           memory_mode=memory_mode, masks_swapped=masks_swapped, self_q=self_q,
+                           self_kv=self_kv, cross_q=cross_q, cross_k=cross_k, cross_v=cross_v,
+                           memory_normed=memory_normed, cross_module=cross_module,
+                           activation=activation, ff_reads=ff_reads)  # fmt: skip
+        return _finally_normed(ref, out, final_norm, "norm3")
     T = x.shape[1]
     causal = torch.ones(T, T, dtype=torch.bool, device=x.device).tril()  # (T_tgt, T_tgt)
     modes = {"as is": lambda m: m, "dropped": lambda m: None,
              "inverted": lambda m: None if m is None else ~m,
              "own causal": lambda m: causal}  # fmt: skip
+    if memory_mode == "tgt":  # tgt_mask given to the cross-attention as well
+        modes["tgt"] = lambda m: tgt_mask
     tmask, mmask = modes[tgt_mode](tgt_mask), modes[memory_mode](memory_mask)
     if masks_swapped:
         tmask, mmask = mmask, tmask
@@ -261,6 +276,15 @@ def _dec_mistakes(ref, x, memory, tgt_mask, memory_mask, norm_first: bool) -> di
             "pass it on as it is",
             lambda: run(memory_mode="inverted"),
         )
+    if tgt_mask is not None and tgt_mask.shape[-1] == memory.shape[1]:
+        add(
+            "the cross-attention is given tgt_mask, the target's causal (and padding) mask: "
+            "it hides source positions by the *target's* positions, and the source's padding "
+            "not at all. The cross-attention may read every real source word: give it "
+            "memory_mask, self.cross_attn(x, memory, memory, memory_mask); tgt_mask is for the "
+            "masked self-attention only",
+            lambda: run(memory_mode="tgt"),
+        )
     if tgt_mask is not None and memory_mask is not None:
         add(
             "the two masks are swapped: tgt_mask goes to the masked self-attention, "
@@ -365,12 +389,11 @@ def _dec_mistakes(ref, x, memory, tgt_mask, memory_mask, norm_first: bool) -> di
             "the normalised stream, self.cross_attn(norm2(x), memory, memory, memory_mask)",
             lambda: run(cross_q="raw"),
         )
-        add(
-            "your pre-LN layer normalises its output: a pre-LN layer returns the residual "
-            "stream as it is, x + ff(norm3(x)); the one final LayerNorm belongs after the "
-            "last layer of the whole stack (Transformer.decoder_norm), not in every layer",
-            lambda: F.layer_norm(run(), (_D_MODEL,)),
-        )
+        for which, final in (
+            ("with a LayerNorm of its own", lambda: F.layer_norm(run(), (_D_MODEL,))),
+            ("with norm3 again", lambda: run(final_norm="norm3")),
+        ):
+            add(final_norm_mistake(which, "x + ff(norm3(x))", "decoder_norm"), final)
         add(
             "the feed-forward reads x, not norm3(x): x = x + ff(norm3(x))",
             lambda: run(ff_reads="raw"),
