@@ -169,16 +169,16 @@ CONFIGS: dict[str, dict] = {
         **_COMMON,
         **_REAL,
         "time_budget": 1200.0,
-        "d_model": 256,
+        "d_model": 192,
         "n_heads": 4,
-        "n_layers": 3,
-        "d_ff": 1024,
+        "n_layers": 2,
+        "d_ff": 768,
         "dropout": 0.1,
         "beam_size": 4,
         "tie_embeddings": True,
         "steps": 100_000,
         "batch_size": 64,
-        "warmup": 1000,
+        "warmup": 800,
         "lr_factor": 1.0,
         "checkpoint_every": 500,
         "eval_batch_size": 250,
@@ -867,6 +867,8 @@ def run(args: argparse.Namespace) -> dict | None:
 
     Under torchrun each process calls it: rank 0 returns the metrics, the others None.
     """
+    if args.task in LM_TASKS:  # lesson 12: a language model, its own loop (below)
+        return run_language_model(args)
     processes = Processes.from_environment()
     config = {**CONFIGS[args.task], **MODELS[args.model]}
     for text in args.set:
@@ -1043,6 +1045,159 @@ def _train_and_evaluate(
     return metrics
 
 
+# ------------------------------------------------------------ lesson 12: --task lm-en --
+# A decoder-only language model (course.lm) on the English side of the Tatoeba file: the
+# same command line, the same files in --out, and a last JSON line with the held-out
+# perplexity beside the unigram and bigram baselines' on the same split. No --resume, no
+# torchrun, no --model for this task; the checkpoint (course.lm.save_lm's format, what
+# python -m course.generate reads) is written once, at the end. The loop is train_steps,
+# through _NextToken.
+
+LM_TASKS: tuple[str, ...] = ("lm-en",)
+TASKS = (*TASKS, *LM_TASKS)  # the choices of --task
+# A first guess for 10 minutes on 2 CPU cores (not yet measured): small and fast rather
+# than wide, as on fra-eng (more steps in the same time); warm-up, then a constant rate.
+CONFIGS["lm-en"] = dict(
+    d_model=128,
+    n_heads=4,
+    n_layers=4,
+    d_ff=512,
+    dropout=0.1,
+    vocab_size=4000,  # course.lm.LM_VOCAB_SIZE
+    max_len=64,  # at least the longest sequence; room for generation after a prompt
+    steps=100_000,  # a ceiling: time_budget ends the run
+    time_budget=600.0,
+    batch_size=64,
+    lr=1e-3,
+    warmup=200,
+    clip_norm=1.0,
+    eval_batch_size=256,
+)
+LM_PROMPTS = ("I", "Tom", "Where is", "Can you")  # the examples in metrics.json
+
+
+class _NextToken(nn.Module):
+    """A LanguageModel called as train_steps calls a translation model, model(src, tgt_in):
+    src is ignored, tgt_in is the tokens read (<bos> pieces), tgt_out those to predict."""
+
+    def __init__(self, model: nn.Module):
+        super().__init__()
+        self.model = model
+
+    def forward(self, src: torch.Tensor, tgt_in: torch.Tensor) -> torch.Tensor:
+        return self.model(tgt_in)  # (B, T) -> (B, T, V)
+
+
+def _lm_training_batches(sequences: list, batch_size: int, seed: int) -> Iterator:
+    """(src, tgt_in, tgt_out) for train_steps, epoch after epoch, each epoch shuffled by
+    its own seeded generator; tgt_in = tokens[:, :-1], tgt_out = tokens[:, 1:]."""
+    from course.lm import lm_batches
+
+    epoch = 0
+    while True:
+        for tokens in lm_batches(sequences, batch_size, True, _epoch_generator(seed, epoch)):
+            yield tokens[:, :0], tokens[:, :-1], tokens[:, 1:]  # (B, 0), (B, T-1), (B, T-1)
+        epoch += 1
+
+
+def run_language_model(args: argparse.Namespace) -> dict:
+    """`python -m course.train --task lm-en`: train, measure perplexity, save; the metrics."""
+    from course import lm
+
+    if args.resume:
+        raise UsageError(f"--resume is not supported for {args.task}: train afresh")
+    if args.model != "transformer":
+        raise UsageError(f"--model {args.model} is for the translation tasks, not {args.task}")
+    processes = Processes.from_environment()
+    if processes.world_size > 1:
+        raise UsageError(f"{args.task} trains in one process: run it without torchrun")
+    config = dict(CONFIGS[args.task])
+    for text in args.set:
+        key, value = _parse_override(text, config)
+        config[key] = value
+    if args.steps is not None:
+        config["steps"] = args.steps
+    for key in ("steps", "batch_size", "warmup", "eval_batch_size", "vocab_size", "max_len"):
+        if config[key] < 1:
+            raise UsageError(f"{key} must be at least 1, got {config[key]}")
+    if not config["time_budget"] >= 0 or not config["lr"] > 0 or not config["clip_norm"] >= 0:
+        raise UsageError("time_budget and clip_norm must be at least 0, lr greater than 0")
+    device = _resolve_device(args.device, processes)
+    out = args.out if args.out is not None else Path("runs") / args.task
+
+    seed_everything(args.seed)
+    data = lm.load_lm_data(seed=args.seed, vocab_size=config["vocab_size"])
+    try:
+        model = lm.LanguageModel(
+            len(data.vocab),
+            d_model=config["d_model"],
+            n_heads=config["n_heads"],
+            n_layers=config["n_layers"],
+            d_ff=config["d_ff"],
+            dropout=config["dropout"],
+            max_len=max(config["max_len"], data.max_len),
+        ).to(device)
+    except ValueError as error:
+        raise UsageError(f"the configuration cannot build a model: {error}") from None
+    out.mkdir(parents=True, exist_ok=True)
+    _write_json(out / "config.json", {"task": args.task, "seed": args.seed, **config})
+    optimizer = torch.optim.AdamW(model.parameters(), lr=config["lr"], betas=(0.9, 0.98))
+    warmup = config["warmup"]
+    scheduler = torch.optim.lr_scheduler.LambdaLR(
+        optimizer,
+        lambda step: min(1.0, (step + 1) / warmup),  # linear warm-up, then constant
+    )
+    log = train_steps(
+        _NextToken(model),
+        _lm_training_batches(data.train, config["batch_size"], args.seed),
+        optimizer,
+        nn.CrossEntropyLoss(ignore_index=PAD_ID),
+        config["steps"],
+        scheduler=scheduler,
+        clip_norm=config["clip_norm"],
+        device=device,
+        time_budget=config["time_budget"] or None,
+        desc=f"train {args.task}",
+    )
+    model.eval()
+    eval_started = time.perf_counter()
+    V = len(data.vocab)
+    perplexity = lm.perplexity(model, data.test, config["eval_batch_size"])
+    examples = {}
+    for prompt in LM_PROMPTS:
+        ids = torch.tensor([[BOS_ID, *data.vocab.encode(prompt)]], device=device)
+        greedy = lm.generate(model, ids, 30, temperature=0.0)
+        gen = torch.Generator(device=device).manual_seed(args.seed)
+        sampled = lm.generate(model, ids, 30, temperature=1.0, top_p=0.9, generator=gen)
+        examples[prompt] = {
+            "greedy": data.vocab.decode(greedy[0]),
+            "top_p_0.9": data.vocab.decode(sampled[0]),
+        }
+    metrics = {
+        "task": args.task,
+        "perplexity": round(perplexity, 3),
+        "bigram_perplexity": round(lm.bigram_perplexity(data.train, data.test, V), 3),
+        "unigram_perplexity": round(lm.unigram_perplexity(data.train, data.test, V), 3),
+        "train_seconds": round(log.seconds, 2),
+        "params": sum(p.numel() for p in model.parameters()),
+        "steps": log.step,
+        "device": str(device),
+        "seed": args.seed,
+        "final_loss": round(sum(log.losses[-100:]) / max(1, len(log.losses[-100:])), 4),
+        "n_train": len(data.train),
+        "n_test": len(data.test),
+        "n_test_tokens": sum(len(s) - 1 for s in data.test),
+        "vocab_size": V,
+        "eval_seconds": round(time.perf_counter() - eval_started, 2),
+        "threads": torch.get_num_threads(),
+        "examples": examples,
+    }
+    lm.save_lm(out / CHECKPOINT, model, data.vocab, task=args.task, seed=args.seed,
+               config=config, steps=log.step, losses=log.losses)  # fmt: skip
+    _write_json(out / "metrics.json", metrics)
+    return metrics
+
+
 def main(argv: list[str] | None = None) -> int:
     """The command line: returns the exit status (0, or 2 for a usage problem)."""
     args = parse_args(argv)
@@ -1053,6 +1208,15 @@ def main(argv: list[str] | None = None) -> int:
             print(f"python -m course.train: error: {error}", file=sys.stderr)
         return 2
     if metrics is None:  # a rank other than 0 under torchrun: rank 0 prints
+        return 0
+    if metrics["task"] in LM_TASKS:  # lesson 12: perplexities, no exact match
+        print(
+            f"{metrics['task']}: perplexity {metrics['perplexity']:.2f} (bigram "
+            f"{metrics['bigram_perplexity']:.2f}, unigram {metrics['unigram_perplexity']:.2f}) "
+            f"on {metrics['n_test_tokens']} held-out tokens; {metrics['steps']} steps in "
+            f"{metrics['train_seconds']:.0f} s on {metrics['device']}"
+        )
+        print(json.dumps(metrics))
         return 0
     print(
         f"{metrics['task']}: exact match {100 * metrics['exact_match']:.1f}%, "

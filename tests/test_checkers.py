@@ -26,6 +26,7 @@ from course import (
     decoding,
     efficient,
     layers,
+    lm,
     masking,
     multihead,
     positional,
@@ -51,6 +52,7 @@ REFERENCES = {
     "greedy_decode": decoding.greedy_decode,  # lesson 09
     "kv_cache_attention": efficient.kv_cache_attention,  # lesson 10
     "grouped_split": tatoeba.grouped_split,  # lesson 11
+    "sample_next": lm.sample_next,  # lesson 12
 }
 # Exercises whose answer is a constant of its integer arguments (a table, a boolean mask),
 # token ids chosen by argmax under torch.no_grad() (greedy_decode), or lists of items with
@@ -63,6 +65,7 @@ NOT_DIFFERENTIABLE = {
     "padding_mask",
     "greedy_decode",
     "grouped_split",
+    "sample_next",
 }
 NAMES = list(EXERCISES)
 
@@ -196,3 +199,34 @@ def test_the_nan_patch_keeps_values_and_makes_gradients_nan():
     assert torch.equal(patched, x * 2)
     patched.sum().backward()
     assert torch.isnan(x.grad).all()
+
+
+# ------------------------------------------------------------- the verdict ----------
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_the_verdict_is_true_or_false_and_shows_nothing_in_a_notebook(name, capsys):
+    """`ok = check.x(x)`, `if ok:`, `assert check.x(x)`, `ok == True` work as with a bool;
+    as a cell's last expression IPython shows nothing (no `True` under the verdict line)."""
+    from IPython.core.formatters import DisplayFormatter
+
+    passed, failed = EXERCISES[name](REFERENCES[name]), EXERCISES[name](stub)
+    capsys.readouterr()
+    assert passed and not failed
+    assert passed == True and failed == False  # noqa: E712 (what a learner may write)
+    assert bool(passed) is True and bool(failed) is False
+    assert (repr(passed), str(failed), f"{passed}") == ("True", "False", "True")
+    assert sum([passed, failed, passed]) == 2
+    assert DisplayFormatter().format(passed) == ({}, {})
+    assert DisplayFormatter().format(failed) == ({}, {})
+
+
+def test_a_hint_after_torchs_own_words_has_one_full_stop():
+    """torch's messages often end with a full stop: the hint after them gets no second one."""
+    from course.check._framework import then
+
+    assert (
+        then("Use .reshape(...) instead.", "The tensor") == "Use .reshape(...) instead. The tensor"
+    )
+    assert then("size mismatch", "Check the axis") == "size mismatch. Check the axis"
+    assert then("size mismatch.", "") == "size mismatch."

@@ -14,7 +14,7 @@ from course.check.rnn import rnn_forward
 from course.check.attention import dot_product_attention, scaled_dot_product_attention
 from course.check.multihead import MultiHeadAttention, merge_heads, split_heads
 
-# Lessons 05-11: each module lists its checkers in its own __all__.
+# Lessons 05-12: each module lists its checkers in its own __all__.
 from course.check.positional import *  # noqa: F403
 from course.check.masking import *  # noqa: F403
 from course.check.layers import *  # noqa: F403
@@ -22,6 +22,7 @@ from course.check.transformer import *  # noqa: F403
 from course.check.decoding import *  # noqa: F403
 from course.check.efficient import *  # noqa: F403
 from course.check.data import *  # noqa: F403
+from course.check.sampling import *  # noqa: F403
 
 # isort: on
 
@@ -40,4 +41,5 @@ __all__ = [
     *decoding.__all__,  # noqa: F405
     *efficient.__all__,  # noqa: F405
     *data.__all__,  # noqa: F405
+    *sampling.__all__,  # noqa: F405
 ]

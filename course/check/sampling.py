@@ -1,0 +1,583 @@
+"""Checker for lesson 12: sample_next(logits, temperature=1.0, top_k=None, top_p=None,
+generator=None) -> ids.
+
+The contract (course.lm.sample_next): logits (B, V) give ids (B,), logits (V,) one 0-d id,
+torch.long. temperature 0 is greedy (the argmax, nothing drawn); otherwise the logits are
+divided by the temperature, top-k keeps the k largest (ties with the k-th: all kept, or
+exactly k of them; never fewer than k), top-p keeps the smallest set of most probable
+tokens whose probability reaches p (the boundary token kept), top-k before top-p (on the
+renormalised top-k distribution), and one id per row is drawn from `generator`.
+
+A sampler returns draws, not probabilities, and a correct one may draw them in many ways
+(multinomial over the vocabulary or over the sorted tokens, a loop per row, the
+Gumbel-max trick), so no exact ids can be required. The checker judges the distribution
+each answer samples from, with DRAWS draws per row of every case (one call on a batch of
+DRAWS copies of each row, a seeded generator), three ways:
+
+1. support, exactly: a token whose probability is 0 (cut by top-k or top-p) must never be
+   drawn, and every token whose probability is at least MUST must be drawn at least once
+   (a correct sampler misses one with probability (1 - MUST)^DRAWS < 1e-40);
+2. frequencies: every token's share of the draws lies within TOLERANCE of its probability.
+   TOLERANCE comes from Hoeffding's inequality, P(|share - p| >= t) <= 2 exp(-2 DRAWS t^2),
+   at a false-alarm rate FALSE_ALARM = 1e-12 per token: with 110 such tests in a
+   check, a correct answer fails one with probability below 1e-9, whatever its random
+   stream, and every mistake below moves some probability by more than twice TOLERANCE
+   or changes the support (tests/test_check_sampling.py proves it for every case);
+3. the mistake: the first of the case's wrong distributions that the draws fit in the
+   same two ways is named.
+
+Cases: temperature 1, 2 and 0.5; top-k = 3 without ties and with three logits tied at the
+3rd place; top-p = 0.6 (a boundary token to keep), 0.3 (only the top token reaches it) and
+1.0; a temperature of 0.5 with top-p (the nucleus of the tempered distribution); a batch
+of three different rows (top-k, then top-p on float64 non-contiguous logits); top-k and
+top-p together (two cases, see BOTH). Before them: the result's type, dtype and shape for
+(V,), (B, V) and (1, V); temperature 0 (with and without top-k and top-p) giving the argmax of
+every row. After them, the generator: two generators seeded alike give the same ids, one
+generator gives new ids on a second call, and torch's global random state is untouched;
+tiny temperatures (0.01, 0.001) drawing only the argmax (no overflow); generator=None
+working. Every call also checks that `logits` is left as it
+was. The checker restores torch's global random state in any case.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import torch
+
+from course.check._framework import (
+    Mistake,
+    call,
+    exercise,
+    expect_signature,
+    noncontiguous,
+)
+
+__all__ = ["sample_next"]
+
+_SIGNATURE = "sample_next(logits, temperature=1.0, top_k=None, top_p=None, generator=None)"
+_NAMES = ("logits", "temperature", "top_k", "top_p", "generator")
+
+DRAWS = 4000  # per row of a case
+FALSE_ALARM = 1e-12  # per token's frequency test
+TOLERANCE = math.sqrt(math.log(2 / FALSE_ALARM) / (2 * DRAWS))  # Hoeffding: about 0.0595
+MUST = 0.03  # a token at least this probable must be drawn at least once
+
+
+# ------------------------------------------------------- the right distribution -----
+
+
+class _Generator(torch.Generator):
+    """A torch.Generator that shows its seed in a verdict (not its memory address)."""
+
+    def __repr__(self) -> str:
+        return f"torch.Generator().manual_seed({self.initial_seed()})"
+
+
+def generator(seed: int) -> torch.Generator:
+    gen = _Generator()
+    gen.manual_seed(seed)
+    return gen
+
+
+def _renormalised(probs: torch.Tensor) -> torch.Tensor:
+    return probs / probs.sum(dim=-1, keepdim=True)  # (R, V)
+
+
+def _softmax(rows: torch.Tensor, temperature: float) -> torch.Tensor:
+    return (rows / temperature).softmax(dim=-1)  # (R, V)
+
+
+def _top_k(probs: torch.Tensor, k: int | None, strict: bool = False) -> torch.Tensor:
+    """Keep the tokens at least as probable as the k-th (strict: only those above the
+    (k+1)-th, a mistake), renormalised."""
+    if k is None or k >= probs.shape[-1]:
+        return probs
+    if strict:
+        cut = probs.topk(k + 1, dim=-1).values[:, -1:]  # (R, 1)
+        return _renormalised(probs * (probs > cut))
+    kth = probs.topk(k, dim=-1).values[:, -1:]  # (R, 1)
+    return _renormalised(probs * (probs >= kth))
+
+
+def _top_p(probs: torch.Tensor, p: float | None, boundary=True, in_order=True) -> torch.Tensor:
+    """Keep the nucleus: in order of probability (in_order=False: in vocabulary order, a
+    mistake), a token is kept when the tokens before it hold less than p (boundary=False:
+    when the tokens up to and including it hold at most p, a mistake)."""
+    if p is None or p >= 1:
+        return probs
+    if in_order:
+        sorted_probs, order = probs.sort(dim=-1, descending=True)  # (R, V) each
+    else:
+        sorted_probs, order = probs, torch.arange(probs.shape[-1]).expand_as(probs)
+    cumulative = sorted_probs.cumsum(dim=-1)  # (R, V)
+    keep_sorted = (cumulative - sorted_probs < p) if boundary else (cumulative <= p)
+    keep = torch.zeros_like(keep_sorted).scatter(-1, order, keep_sorted)  # vocabulary order
+    kept = probs * keep
+    return _renormalised(kept) if bool((kept.sum(-1) > 0).all()) else kept * math.nan
+
+
+def _right(rows: torch.Tensor, temperature: float, k=None, p=None) -> torch.Tensor:
+    return _top_p(_top_k(_softmax(rows, temperature), k), p)
+
+
+# ------------------------------------------------------------------- the cases -----
+
+_ROW = (1.2, -0.3, 2.0, 0.4, -0.6, 0.9)
+_TIES = (2.0, 0.5, 0.5, 1.2, 0.5, -0.5)  # the 3rd largest, 0.5, three times
+_ROWS = (_ROW, (0.0, 1.5, -0.5, 0.8, 1.0, -1.0), (-0.2, 0.3, 0.1, 2.2, -0.7, 1.6))
+
+
+@dataclass(frozen=True)
+class _Case:
+    rows: tuple[tuple[float, ...], ...]
+    temperature: float
+    top_k: int | None = None
+    top_p: float | None = None
+    ties: bool = False  # top-k's k-th largest is tied: several supports are right
+    dtype: torch.dtype = torch.float32
+    contiguous: bool = True
+
+    @property
+    def name(self) -> str:
+        parts = [f"temperature={self.temperature}"]
+        parts += [f"top_k={self.top_k}"] if self.top_k is not None else []
+        parts += [f"top_p={self.top_p}"] if self.top_p is not None else []
+        if len(self.rows) == 1:
+            where = f"logits {list(self.rows[0])}"
+        else:
+            where = f"a batch of {len(self.rows)} different rows of logits"
+        if self.dtype != torch.float32 or not self.contiguous:
+            where += f" ({str(self.dtype).removeprefix('torch.')}"
+            where += ", non-contiguous)" if not self.contiguous else ")"
+        return f"on {where} with {', '.join(parts)}"
+
+    def logits(self) -> torch.Tensor:
+        return torch.tensor(self.rows, dtype=torch.float64)  # (R, V)
+
+    def batch(self) -> torch.Tensor:
+        """DRAWS copies of every row, row i of the batch being row i % R: (DRAWS * R, V)."""
+        batch = self.logits().to(self.dtype).repeat(DRAWS, 1)
+        return batch if self.contiguous else noncontiguous(batch)
+
+    def distribution(self) -> torch.Tensor:
+        """The course's answer: (R, V) float64 (top-k ties: every tied token kept)."""
+        return _right(self.logits(), self.temperature, self.top_k, self.top_p)
+
+    def mistakes(self) -> dict[str, tuple[str, torch.Tensor]]:
+        """Mistake -> (its diagnosis, the (R, V) distribution it samples from), for the
+        mistakes that change the distribution of this case."""
+        rows, T, k, p = self.logits(), self.temperature, self.top_k, self.top_p
+        probs = _softmax(rows, T)  # (R, V)
+        wrong: dict[str, tuple[str, torch.Tensor]] = {}
+        if T != 1:
+            wrong["multiplied"] = (
+                "the logits were multiplied by the temperature: divide them, logits / "
+                "temperature (a temperature above 1 flattens the distribution, below 1 "
+                "sharpens it)",
+                _right(rows, 1 / T, k, p),
+            )
+            wrong["temperature ignored"] = (
+                "the temperature was ignored: divide the logits by it before the softmax",
+                _right(rows, 1.0, k, p),
+            )
+        wrong["dim 0"] = (
+            "the softmax was taken over the batch axis (dim=0): each row's probabilities "
+            "come from its own logits, torch.softmax(scores, dim=-1)",
+            _renormalised((rows / T).softmax(dim=0)),
+        )
+        if k is not None:
+            wrong["k over the batch"] = (
+                "top-k over the whole batch: the k-th largest was taken over every row at "
+                "once (a flattened tensor); take it per row, topk(k, dim=-1)",
+                _renormalised(probs * (rows == rows.max())),
+            )
+            if self.ties:
+                wrong["ties dropped"] = (
+                    "top-k dropped the tokens tied with the k-th largest: the k-th largest "
+                    f"logit (k={k}) here is shared by several tokens, and you kept fewer than "
+                    f"top_k={k}. Keep every token whose logit is >= the k-th largest (the "
+                    "course's rule), or exactly k of them, never fewer than k",
+                    _top_p(_top_k(probs, k, strict=True), p),
+                )
+            elif k >= 2:
+                wrong["k - 1"] = (
+                    f"top-k kept k - 1 tokens: with top_k={k} you kept {k - 1}, an "
+                    "off-by-one. The k-th largest is topk(k).values[..., -1], or "
+                    "sorted_logits[..., k - 1]",
+                    _right(rows, T, k - 1, p),
+                )
+            wrong["k ignored"] = (
+                "top_k was ignored"
+                + (" when top_p was given too" if p is not None else "")
+                + ": keep only the k most probable tokens (then apply top-p, if given)",
+                _right(rows, T, None, p),
+            )
+        if p is not None and p < 1:
+            if T != 1:  # first: a sharper case than the ones before, its own mistake
+                untempered = _top_p(_top_k(_softmax(rows, 1.0), k), p)
+                wrong["temperature after"] = (
+                    "the temperature must be applied before top-k and top-p: the nucleus is "
+                    "the one of the tempered distribution (divide the logits first, then "
+                    "filter)",
+                    _renormalised((untempered > 0) * probs),
+                )
+            wrong["boundary dropped"] = (
+                "top-p dropped the boundary token: keep the smallest set of most probable "
+                "tokens whose probability reaches p, the token that crosses p included (keep "
+                "a token while the tokens ranked above it hold less than p)",
+                _top_p(_top_k(probs, k), p, boundary=False),
+            )
+            wrong["unsorted"] = (
+                "top-p added up the probabilities in vocabulary order: sort them first "
+                "(descending), take the nucleus in that order, and map the kept tokens back "
+                "to their ids",
+                _top_p(_top_k(probs, k), p, in_order=False),
+            )
+            wrong["p ignored"] = (
+                "top_p was ignored"
+                + (" when top_k was given too" if k is not None else "")
+                + ": keep the smallest set of most probable tokens whose probability "
+                "reaches p",
+                _right(rows, T, k, None),
+            )
+            if k is not None:
+                wrong["full nucleus"] = (
+                    _FULL_NUCLEUS,
+                    _top_k(_top_p(probs, p), k),
+                )
+        wrong["argmax"] = (
+            "your answer always drew the most probable token: only temperature 0 is greedy; "
+            "otherwise draw from the distribution, torch.multinomial(probs, 1, "
+            "generator=generator)",
+            torch.nn.functional.one_hot(rows.argmax(-1), rows.shape[-1]).double(),
+        )
+        want = self.distribution()  # a mistake that changes nothing here is not one here
+        return {
+            key: (diagnosis, alt)
+            for key, (diagnosis, alt) in wrong.items()
+            if not torch.isnan(alt).any() and not torch.allclose(alt, want, atol=1e-9)
+        }
+
+
+_FULL_NUCLEUS = (
+    "top-p must be applied after top-k, to the top-k distribution renormalised: your "
+    "nucleus was measured on the full distribution (top-p applied before top-k, or top-k's "
+    "probabilities not renormalised before top-p: their cumulative sum then reaches p later)"
+)
+# Probabilities 0.30, 0.14, 0.12, 0.11, 0.10, 0.09, 0.08, 0.06 in a shuffled order: a top
+# token, then a flat tail, where top-2 renormalised (0.68, 0.32) and the full distribution
+# have different nuclei.
+_FLAT = tuple(round(math.log(q), 3) for q in (0.11, 0.30, 0.08, 0.14, 0.10, 0.06, 0.12, 0.09))
+
+CASES = (
+    _Case((_ROW,), 1.0),
+    _Case((_ROW,), 2.0),
+    _Case((_ROW,), 0.5),
+    _Case((_ROW,), 1.0, top_k=3),
+    _Case((_TIES,), 1.0, top_k=3, ties=True),
+    _Case((_ROW,), 1.0, top_p=0.6),
+    _Case((_ROW,), 1.0, top_p=0.3),
+    _Case((_ROW,), 1.0, top_p=1.0),
+    _Case((_ROW,), 0.5, top_p=0.6),
+    _Case(_ROWS, 1.0, top_k=2),
+    _Case(_ROWS, 1.0, top_p=0.5, dtype=torch.float64, contiguous=False),
+)
+# top-k and top-p together. The nucleus of the full distribution and the top-k are both
+# prefixes of the tokens sorted by probability, so "the nucleus measured on the full
+# distribution" (top-p before top-k, or not renormalised) always keeps what ignoring one
+# of the two keeps: in the first case what ignoring top_k keeps, in the second what
+# ignoring top_p keeps. Only the two together tell the three mistakes apart.
+BOTH = (
+    _Case((_ROW,), 1.0, top_k=4, top_p=0.7),
+    _Case((_FLAT,), 1.0, top_k=2, top_p=0.6),
+)
+
+
+# ----------------------------------------------------------------- the results -----
+
+
+def _expect_ids(result, shape: tuple[int, ...], V: int, where: str) -> torch.Tensor:
+    if not isinstance(result, torch.Tensor):
+        raise Mistake(
+            f"{where}: the result should be a torch.Tensor of token ids, got a "
+            f"{type(result).__name__}. Return the tensor itself (no .item(), int(...) or "
+            ".tolist())"
+        )
+    if result.dtype != torch.long:
+        raise Mistake(
+            f"{where}: the ids should be integers (torch.long), got "
+            f"{str(result.dtype).removeprefix('torch.')}: return the token ids "
+            "(torch.multinomial's or argmax's), not probabilities or scores"
+        )
+    if tuple(result.shape) != shape:
+        got = tuple(result.shape)
+        if shape == ():
+            how = "take the single id, ids[0]"
+        elif shape == (1,) and got == ():
+            how = (
+                "a batch of one row still gives one id per row. .squeeze() removes every "
+                "axis of size 1, the batch's too when B = 1: use .squeeze(-1) or [:, 0]"
+            )
+        elif got == (*shape, 1):
+            how = "torch.multinomial(probs, 1) gives (B, 1): take [:, 0] or .squeeze(-1)"
+        else:
+            how = "one id per row of logits"
+        raise Mistake(f"{where}: the ids have shape {got}, expected {shape}: {how}")
+    if result.numel() and (int(result.min()) < 0 or int(result.max()) >= V):
+        raise Mistake(f"{where}: ids must be token ids 0 .. {V - 1}, got {result.tolist()!r:.60}")
+    return result
+
+
+def _greedy_hint(message: str) -> str:
+    return (
+        "temperature=0 means greedy: return logits.argmax(dim=-1) before dividing by the "
+        "temperature (logits / 0 is inf or NaN, and so is the softmax of it)"
+    )
+
+
+def _tiny_hint(temperature: float):
+    def hint(message: str) -> str | None:
+        if "inf" in message or "nan" in message.lower():
+            return (
+                f"at temperature={temperature} the scores logits / temperature are in the "
+                "hundreds or thousands, and exp of them overflows to inf (inf / inf is NaN). Use "
+                "torch.softmax, which subtracts each row's max first, or subtract it yourself"
+            )
+        return None
+
+    return hint
+
+
+def _case_hint(case: _Case):
+    def hint(message: str) -> str | None:
+        if "sum of probabilities" in message or "invalid multinomial" in message:
+            if case.top_p is not None:
+                return (
+                    f"with top_p={case.top_p} no token was left to draw: the most probable "
+                    "token always reaches p on its own or with others, so it is kept; top-p "
+                    "dropped the boundary token (keep a token while the tokens ranked above "
+                    "it hold less than p)"
+                )
+            return "no token was left to draw: top-k must keep at least k tokens"
+        return None
+
+    return hint
+
+
+def _shares(ids: torch.Tensor, R: int, V: int) -> torch.Tensor:
+    """(R, V) float64: each row's share of the draws for each token (batch row i is row
+    i % R)."""
+    rows = torch.arange(ids.shape[0]) % R  # (R * DRAWS,)
+    counts = torch.bincount(rows * V + ids, minlength=R * V).reshape(R, V)  # (R, V)
+    return counts.double() / DRAWS
+
+
+def _fits(shares: torch.Tensor, probs: torch.Tensor) -> str | None:
+    """None when the draws fit `probs`; else the first problem, in words."""
+    for r in range(probs.shape[0]):
+        row = f" (row {r})" if probs.shape[0] > 1 else ""
+        drawn, p = shares[r], probs[r]
+        for v in range(p.shape[0]):
+            if drawn[v] > 0 and p[v] == 0:
+                return (
+                    f"token {v}{row} was drawn {int(drawn[v] * DRAWS)} times in {DRAWS} draws, "
+                    "but its probability is 0 here (it should be cut)"
+                )
+        for v in range(p.shape[0]):
+            if drawn[v] == 0 and p[v] >= MUST:
+                return (
+                    f"token {v}{row} has probability {float(p[v]):.3f} but was never drawn in "
+                    f"{DRAWS} draws (it should be kept)"
+                )
+        gap = (drawn - p).abs()  # (V,)
+        v = int(gap.argmax())
+        if gap[v] > TOLERANCE:
+            return (
+                f"token {v}{row} was drawn {float(drawn[v]):.1%} of the time, but its "
+                f"probability is {float(p[v]):.1%} (a right sampler stays within "
+                f"±{TOLERANCE:.1%} of it)"
+            )
+    return None
+
+
+def _tied_support(case: _Case, shares: torch.Tensor) -> torch.Tensor:
+    """The right distribution for the support the draws show, when it is one that a
+    top-k with ties may keep (every token above the k-th, some tied with it, k or more
+    in all); else the course's (every tied token kept)."""
+    probs = _softmax(case.logits(), case.temperature)  # (R, V)
+    kth = probs.topk(case.top_k, dim=-1).values[:, -1:]  # (R, 1)
+    seen = shares > 0  # (R, V)
+    above, tied_or_above = probs > kth, probs >= kth
+    allowed = (
+        (seen | ~above).all()
+        and (~seen | tied_or_above).all()
+        and bool((seen.sum(-1) >= case.top_k).all())
+    )
+    support = seen if allowed else tied_or_above
+    return _top_p(_renormalised(probs * support), case.top_p)
+
+
+def _draw(candidate, case: _Case, seed: int) -> tuple[str | None, list[str]]:
+    """Judge one case: (None, []) when its draws fit the right distribution, else (the
+    first problem in words, the mistakes whose distributions the draws fit)."""
+    batch = case.batch()
+    R, V = len(case.rows), batch.shape[-1]
+    got = call(
+        candidate, batch, case.temperature, case.top_k, case.top_p, generator(100 + seed),
+        names=_NAMES, hints=_case_hint(case),
+    )  # fmt: skip
+    ids = _expect_ids(got, (batch.shape[0],), V, case.name)
+    shares = _shares(ids, R, V)
+    want = _tied_support(case, shares) if case.ties else case.distribution()
+    problem = _fits(shares, want)
+    if problem is None:
+        return None, []
+    mistakes = case.mistakes()
+    return problem, [key for key, (_, alt) in mistakes.items() if _fits(shares, alt) is None]
+
+
+def _judge(candidate, case: _Case, seed: int) -> None:
+    problem, fitting = _draw(candidate, case, seed)
+    if problem is not None:
+        named = case.mistakes()[fitting[0]][0] if fitting else problem
+        raise Mistake(f"{case.name}: {named}")
+
+
+def _judge_both(candidate, seed: int) -> None:
+    """The two cases of BOTH, judged together (see BOTH)."""
+    results = [_draw(candidate, case, seed + i) for i, case in enumerate(BOTH)]
+    if all(problem is None for problem, _ in results):
+        return
+    fitting = [set(keys) for _, keys in results]
+    for key in ("full nucleus", "k ignored", "p ignored"):
+        # a mistake fits both cases (a right case counts as fitting a mistake that
+        # changes nothing there)
+        if all(
+            key in keys or (problem is None and key not in case.mistakes())
+            for (problem, _), keys, case in zip(results, fitting, BOTH, strict=True)
+        ):
+            i = next(i for i, (problem, _) in enumerate(results) if problem is not None)
+            raise Mistake(f"{BOTH[i].name}: {BOTH[i].mistakes()[key][0]}")
+    for case, (problem, keys) in zip(BOTH, results, strict=True):
+        if problem is not None:
+            named = case.mistakes()[keys[0]][0] if keys else problem
+            raise Mistake(f"{case.name}: {named}")
+
+
+# ------------------------------------------------------------ the other checks -----
+
+
+def _expect_shapes(candidate) -> None:
+    row = torch.tensor(_ROW)  # (V,)
+    where = f"on logits of shape (V,) = {tuple(row.shape)} (one row), temperature=1.0"
+    got = call(candidate, row, 1.0, None, None, generator(0), names=_NAMES)
+    _expect_ids(got, (), len(_ROW), where)
+    for rows in (torch.tensor(_ROWS), torch.tensor(_ROWS[:1])):  # (B, V), then B = 1
+        where = f"on logits of shape (B, V) = {tuple(rows.shape)}, temperature=1.0"
+        got = call(candidate, rows, 1.0, None, None, generator(0), names=_NAMES)
+        _expect_ids(got, (rows.shape[0],), len(_ROW), where)
+
+
+def _expect_greedy(candidate) -> None:
+    rows = torch.tensor((*_ROWS, _TIES))  # (4, V), no tie for the largest
+    want = rows.argmax(dim=-1)  # (4,)
+    for k, p in ((None, None), (2, 0.5)):
+        for logits, expected in ((rows, want), (rows[0], want[0])):
+            where = f"on logits of shape {tuple(logits.shape)} with temperature=0" + (
+                f", top_k={k}, top_p={p}" if k is not None else ""
+            )
+            got = call(candidate, logits, 0.0, k, p, generator(2), names=_NAMES,
+                       hints=_greedy_hint)  # fmt: skip
+            got = _expect_ids(got, tuple(expected.shape), rows.shape[-1], where)
+            if not torch.equal(got, expected):
+                raise Mistake(
+                    f"{where}: got ids {got.tolist()}, expected the argmax of each row, "
+                    f"{expected.tolist()}. temperature=0 means greedy: return "
+                    "logits.argmax(dim=-1), with no draw and no filter"
+                )
+
+
+def _expect_generator_used(candidate) -> None:
+    batch = torch.tensor(_ROW).repeat(200, 1)  # (200, V)
+    where = "on logits (200, V) with temperature=1.0"
+
+    def draw(gen):
+        got = call(candidate, batch, 1.0, None, None, gen, names=_NAMES)
+        return _expect_ids(got, (200,), len(_ROW), where)
+
+    before = torch.get_rng_state()
+    first = draw(generator(11))
+    if not torch.equal(torch.get_rng_state(), before):
+        raise Mistake(
+            f"{where}, generator given: your code drew from torch's global random generator "
+            "(torch.multinomial without generator=generator, torch.rand without it, or "
+            "torch.distributions.Categorical, whose sample() takes no generator), which moves "
+            "the notebook's own random state. Draw from the one you are given: "
+            "torch.multinomial(probs, 1, generator=generator)"
+        )
+    second = draw(generator(11))
+    if not torch.equal(first, second):
+        raise Mistake(
+            f"{where}: two generators seeded alike (torch.Generator().manual_seed(11)) gave "
+            "different ids: every draw must come from `generator`, so that the same seed "
+            "gives the same text"
+        )
+    gen = generator(12)
+    if torch.equal(draw(gen), draw(gen)):
+        raise Mistake(
+            f"{where}: two calls with the same generator drew exactly the same ids: the "
+            "generator must move on after each draw. Don't create a new generator or "
+            "re-seed the one you are given (generator.manual_seed(...)) inside sample_next: "
+            "draw from it as it is"
+        )
+
+
+def _expect_tiny_temperatures(candidate) -> None:
+    rows = torch.tensor((*_ROWS, _TIES))  # (4, V): gaps of 0.5 or more to the largest
+    batch = rows.repeat(500, 1)  # (2000, V)
+    want = batch.argmax(dim=-1)  # (2000,)
+    for temperature in (0.01, 0.001):
+        where = f"on logits (2000, V) with temperature={temperature}"
+        got = call(candidate, batch, temperature, None, None, generator(3), names=_NAMES,
+                   hints=_tiny_hint(temperature))  # fmt: skip
+        got = _expect_ids(got, (batch.shape[0],), rows.shape[-1], where)
+        if not torch.equal(got, want):
+            wrong = int((got != want).sum())
+            raise Mistake(
+                f"{where}: {wrong} of 2000 draws are not the row's most probable token, whose "
+                "probability here is 1 - 1e-20 or more: a temperature this small must be "
+                "nearly greedy. Divide the logits by the temperature (not multiply)"
+            )
+
+
+def _expect_no_generator_works(candidate) -> None:
+    rows = torch.tensor(_ROWS)  # (3, V)
+    where = "on logits (3, V) with generator=None"
+    hint = {"generator": "generator=None must work: torch.multinomial accepts it"}
+    got = call(candidate, rows, 1.0, None, None, None, names=_NAMES, hints=hint)
+    _expect_ids(got, (len(_ROWS),), len(_ROW), where)
+
+
+@exercise("sample_next")
+def sample_next(candidate) -> str:
+    expect_signature(candidate, _NAMES, _SIGNATURE)
+    state = torch.get_rng_state()
+    try:
+        _expect_shapes(candidate)
+        _expect_greedy(candidate)
+        for seed, case in enumerate(CASES):
+            _judge(candidate, case, seed)
+        _judge_both(candidate, len(CASES))
+        _expect_generator_used(candidate)
+        _expect_tiny_temperatures(candidate)
+        _expect_no_generator_works(candidate)
+    finally:
+        torch.set_rng_state(state)
+    return (
+        f"{len(CASES) + len(BOTH)} distributions judged on {DRAWS} draws per row (temperature, "
+        "top-k with and without ties, top-p's boundary token, both together, a batch, float64 and "
+        "non-contiguous), temperature 0 and tiny temperatures greedy, the generator honoured "
+        "and the global random state untouched, logits left unchanged"
+    )
