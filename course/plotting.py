@@ -49,3 +49,37 @@ def attention_heatmap(weights, queries=None, keys=None, ax=None, title=None, ann
     colorbar = ax.figure.colorbar(image, ax=ax, fraction=0.046, pad=0.04)  # ax's own figure
     colorbar.set_label("attention weight")
     return ax
+
+
+# Lesson 06's colours for a boolean mask: grey where a query may not attend, blue where it may.
+MAY_ATTEND_COLOURS = ("#d0d0d0", "#1f77b4")
+
+
+def mask_heatmap(mask, ax=None, title=None, queries=None, keys=None, colorbar=True):
+    """Draw a boolean (T_q, T_k) mask, True = may attend, in lesson 06's colours: blue where
+    the query may attend, grey where it may not, with a two-entry colorbar "may attend"
+    (False / True) unless `colorbar` is False (a figure of many masks then draws one)."""
+    from matplotlib.colors import ListedColormap
+
+    m = mask.detach().cpu() if isinstance(mask, torch.Tensor) else torch.tensor(mask)
+    if m.dim() != 2 or m.dtype != torch.bool:
+        raise ValueError(
+            f"mask_heatmap draws one boolean (T_q, T_k) mask, got {m.dtype} {tuple(m.shape)}"
+        )
+    if ax is None:
+        _, ax = plt.subplots(figsize=(0.4 * m.shape[1] + 2, 0.4 * m.shape[0] + 1.5))
+    cmap = ListedColormap(list(MAY_ATTEND_COLOURS))
+    image = ax.imshow(m.int().numpy(), cmap=cmap, vmin=-0.5, vmax=1.5)
+    ax.set_xlabel("key (attended to)")
+    ax.set_ylabel("query (attending)")
+    ax.set_xticks(
+        range(m.shape[1]), keys if keys is not None else range(m.shape[1]), rotation=45, ha="right"
+    )
+    ax.set_yticks(range(m.shape[0]), queries if queries is not None else range(m.shape[0]))
+    if title:
+        ax.set_title(title)
+    if colorbar:
+        bar = ax.figure.colorbar(image, ax=ax, ticks=[0, 1], fraction=0.046, pad=0.04)
+        bar.ax.set_yticklabels(["False", "True"])
+        bar.set_label("may attend")
+    return ax

@@ -380,7 +380,10 @@ for last_word in ["tired", "wide"]:
 # - `q` has shape `(..., T_q, d_k)`, `k` `(..., T_k, d_k)`, `v` `(..., T_k, d_v)`; the `...`
 #   is any number of batch axes (none, `B`, or `B, h` later on);
 # - `weights = softmax(q kᵀ)` over the **keys**, shape `(..., T_q, T_k)`;
-# - `output = weights v`, shape `(..., T_q, d_v)`.
+# - `output = weights v`, shape `(..., T_q, d_v)`;
+# - both keep the inputs' dtype: float32 in, float32 out; float64 in, float64 out (the
+#   checker tries both). Operations on the inputs keep it by themselves; a new tensor made
+#   with its own dtype, or a `.double()` / `.float()`, would change it.
 #
 # No scaling yet: that is lesson 03. Hints: `k.transpose(-2, -1)` swaps the last two axes
 # whatever the batch axes are; `tensor.softmax(dim=-1)` normalises along the last axis.

@@ -58,6 +58,12 @@ torch.set_printoptions(precision=3, sci_mode=False)
 # Each $W_Q^i, W_K^i, W_V^i$ maps $d_{model}$ features to $d_k = d_{model} / h$, so the $h$
 # answers concatenated are $d_{model}$ wide again; $W_O$ ($d_{model} \times d_{model}$) mixes
 # them. The paper ("Attention Is All You Need") uses $d_{model} = 512$, $h = 8$, $d_k = 64$.
+#
+# If you know convolutional networks: heads are to attention what channels are to a
+# convolution. A convolution with one filter detects one kind of pattern; with many output
+# channels it detects many at once, each channel with its own weights over the same inputs.
+# Each head likewise has its own $W_Q^i, W_K^i, W_V^i$ over the same tokens and extracts its
+# own kind of information, and $W_O$ combines them as the next layer combines channels.
 
 # %% [markdown]
 # ## 2. All heads in one matmul: split and merge

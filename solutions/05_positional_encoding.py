@@ -344,34 +344,75 @@ print("M_3 M_4 == M_7:", torch.allclose(shift_matrix(3, 64) @ shift_matrix(4, 64
 # x_{pos} = \operatorname{Dropout}\!\left(\sqrt{d_{model}}\; E[\text{token}_{pos}] + PE(pos)\right).
 # $$
 #
-# The paper does not say why it scales, nor how it initialises the embeddings. A reading that
-# fits the numbers: every row of the table has the same length,
-# $\lVert PE(pos) \rVert = \sqrt{d_{model}/2}$ (each pair is a point on the unit circle). The
-# paper shares its embedding matrix with the output layer (the linear map before the final
-# softmax); initialised as a linear layer's weights usually are, with entries of size about
-# $1/\sqrt{d_{model}}$, a row has length about 1, and the scale brings it to about
-# $\sqrt{d_{model}}$: the size of the positions, so neither drowns the other. PyTorch's
-# `nn.Embedding` starts with $\mathcal{N}(0, 1)$ entries instead, rows of length
-# $\sqrt{d_{model}}$ already; scaled, they are $d_{model}$ long and the positions become a
-# small addition. Lengths at the paper's $d_{model} = 512$:
+# The paper does not say why it scales, nor how it initialises the embeddings, and what the
+# scale does depends on the initialisation. So look at the course's own model:
+# `course.transformer.Transformer` (lesson 08) initialises every matrix, the embedding tables
+# included, with Xavier (Glorot) uniform, as the Annotated Transformer does. For a
+# $(V, d_{model})$ table, $V$ the vocabulary size, the entries have variance
+# $2 / (V + d_{model})$, so a row has length about $\sqrt{2 d_{model} / (V + d_{model})}$,
+# and after the scale
+#
+# $$
+# \lVert \sqrt{d_{model}}\, E[\text{token}] \rVert \approx d_{model} \sqrt{\frac{2}{V + d_{model}}},
+# \qquad
+# \lVert PE(pos) \rVert = \sqrt{d_{model} / 2}
+# $$
+#
+# (every position row has the same length: each pair of its entries is a point on the unit
+# circle). Their ratio is $2 \sqrt{d_{model} / (V + d_{model})}$: the vocabulary decides
+# which is larger. The lengths, measured on the course's `Transformer` at three sizes (one
+# layer each, which does not change the embeddings' initialisation):
 
 # %%
 from course.positional import PositionalEncoding, TokenEmbedding
+from course.transformer import Transformer
 
-d_big, vocab = 512, 1000
-token_ids = torch.arange(vocab).unsqueeze(0)         # (1, vocab): every token once
-pe_lengths = sinusoidal_encoding(1000, d_big).norm(dim=-1)          # (1000,)
-small_init = nn.Embedding(vocab, d_big)
-nn.init.normal_(small_init.weight, std=d_big ** -0.5)               # like a tied output layer
-default_init = nn.Embedding(vocab, d_big)                           # PyTorch's N(0, 1)
-print(f"{'':>38} {'row length':>10} {'x sqrt(d_model)':>16}")
-print(f"{'PE(pos), any pos':>38} {pe_lengths.mean():>10.1f}")
-for name, table_init in [("embedding, N(0, 1/d_model) init", small_init),
-                         ("embedding, nn.Embedding's N(0, 1)", default_init)]:
-    length = table_init(token_ids).norm(dim=-1).mean()              # mean over the vocabulary
-    print(f"{name:>38} {length:>10.1f} {length * math.sqrt(d_big):>16.1f}")
-print("every PE row has length sqrt(d_model / 2) = 16:",
-      torch.allclose(pe_lengths, torch.full_like(pe_lengths, 16.0)))
+sizes = {"lesson 09's task": (37, 64), "lesson 11, full set": (8000, 256),
+         "the paper's base": (37000, 512)}                          # (V, d_model)
+print(f"{'':<20} {'V':>6} {'d_model':>7} {'token row':>9} {'x sqrt(d_model)':>15} "
+      f"{'PE row':>6} {'ratio':>6}")
+scaled_vs_pe, formula_error = {}, []
+for name, (V, d) in sizes.items():
+    seed_everything(0)
+    model = Transformer(V, V, d_model=d, n_heads=8, n_layers=1, d_ff=4 * d,
+                        tie_embeddings=True)                        # Xavier uniform, as always
+    table_rows = model.src_embed.embedding.weight.detach()          # (V, d)
+    length = table_rows.pow(2).sum(dim=-1).mean().sqrt().item()     # root mean square length
+    pe_length = sinusoidal_encoding(1, d).norm().item()            # the same for every pos
+    scaled_vs_pe[name] = (length * math.sqrt(d), pe_length)
+    formula_error.append(abs(length * math.sqrt(d) / (d * math.sqrt(2 / (V + d))) - 1))
+    print(f"{name:<20} {V:>6,} {d:>7} {length:>9.2f} {length * math.sqrt(d):>15.1f} "
+          f"{pe_length:>6.1f} {length * math.sqrt(d) / pe_length:>6.2f}")
+default_rows = nn.Embedding(37000, 512).weight.detach()            # PyTorch's N(0, 1)
+default_length = default_rows.pow(2).sum(dim=-1).mean().sqrt().item()
+print(f"{'nn.Embedding N(0, 1)':<20} {37000:>6,} {512:>7} {default_length:>9.1f} "
+      f"{default_length * math.sqrt(512):>15.1f} {16.0:>6.1f} "
+      f"{default_length * math.sqrt(512) / 16:>6.1f}")
+
+# %% [markdown]
+# At the paper's size the model starts with positions about four times the length of the
+# scaled tokens (lesson 11's full model, three times), and without the scale the tokens would be about 1% of the input: the
+# scale does not make the two equal, it keeps the tokens from vanishing next to the
+# positions, and training grows the embeddings from there. (With a tied table the same
+# entries also serve the output layer, where small is what a linear layer wants.) A small
+# vocabulary, like lesson 09's 37 words, starts the other way round, tokens ahead of
+# positions. PyTorch's own `nn.Embedding` default, $\mathcal{N}(0, 1)$ entries, would
+# start with tokens $d_{model} = 512$ long: positions a small addition. The numbers,
+# checked:
+
+# %%
+paper_token, paper_pe = scaled_vs_pe["the paper's base"]
+print("Xavier row lengths follow d_model * sqrt(2 / (V + d_model)) within 5%:",
+      max(formula_error) < 0.05)                                  # 37 rows: a small sample
+print("the paper's size: the scaled token row is 20-30% of the position row:",
+      0.2 < paper_token / paper_pe < 0.3)
+print("the paper's size, unscaled: the token row is under 2% of the position row:",
+      paper_token / math.sqrt(512) / paper_pe < 0.02)
+print("lesson 09's size: the scaled token row is longer than the position row:",
+      scaled_vs_pe["lesson 09's task"][0] > scaled_vs_pe["lesson 09's task"][1])
+print("every PE row has length sqrt(d_model / 2):",
+      all(torch.allclose(sinusoidal_encoding(1000, d).norm(dim=-1), torch.tensor((d / 2) ** 0.5))
+          for d in (64, 256, 512)))
 
 # %% [markdown]
 # The course's two modules do exactly this: `TokenEmbedding(vocab_size, d_model)` (its table

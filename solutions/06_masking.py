@@ -28,6 +28,7 @@ from torch import nn
 from torch.nn.utils.rnn import pad_sequence
 
 from course import check
+from course import data as course_data
 from course.attention import scaled_dot_product_attention
 from course.multihead import MultiHeadAttention
 from course.plotting import attention_heatmap
@@ -45,8 +46,9 @@ may_attend_colours = ListedColormap(["#d0d0d0", "#1f77b4"])   # False: grey, Tru
 
 
 def draw_mask(ax, mask, title, keys=None, queries=None, xlabel="key (attended to)",
-              ylabel="query (attending)"):
-    """A boolean (rows, columns) mask as a picture, with a colorbar labelled "may attend"."""
+              ylabel="query (attending)", colorbar=True):
+    """A boolean (rows, columns) mask as a picture, with a colorbar labelled "may attend"
+    (colorbar=False leaves it out, for a figure of many masks that draws one)."""
     image = ax.imshow(mask.int(), cmap=may_attend_colours, vmin=-0.5, vmax=1.5)
     ax.set_xticks(range(mask.shape[1]), keys if keys is not None else range(mask.shape[1]),
                   rotation=45, ha="right")
@@ -54,9 +56,10 @@ def draw_mask(ax, mask, title, keys=None, queries=None, xlabel="key (attended to
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
     ax.set_title(title, fontsize=10)
-    colorbar = ax.figure.colorbar(image, ax=ax, ticks=[0, 1], fraction=0.046, pad=0.04)
-    colorbar.ax.set_yticklabels(["False", "True"])
-    colorbar.set_label("may attend")
+    if colorbar:
+        bar = ax.figure.colorbar(image, ax=ax, ticks=[0, 1], fraction=0.046, pad=0.04)
+        bar.ax.set_yticklabels(["False", "True"])
+        bar.set_label("may attend")
 
 
 # %% [markdown]
@@ -64,12 +67,14 @@ def draw_mask(ax, mask, title, keys=None, queries=None, xlabel="key (attended to
 #
 # A decoder writes a sentence one token at a time: it predicts $x_{t+1}$ from
 # $x_0, \dots, x_t$, appends it, and goes on. Training it that way would take $T$ passes per
-# sentence. Instead it is trained on the whole target sentence at once (*teacher forcing*):
-# the input is $x_0 \dots x_{T-2}$, the target at every position $t$ is the next token
-# $x_{t+1}$, and all $T - 1$ predictions come out of one pass.
+# sentence. Instead it is trained with *teacher forcing* (lesson 01, section 6): its input is
+# the true sentence, $x_0 \dots x_{T-2}$, not its own predictions, and the target at every
+# position $t$ is the next token $x_{t+1}$. Since every input is known in advance, all
+# $T - 1$ predictions can come out of one pass over the whole sentence.
 #
-# One pass over the whole sentence means that self-attention at position $t$ can see
-# position $t+1$: the very token it must predict. Let's see what a model makes of that. The
+# Teacher forcing supplies the inputs; what makes the one pass honest is the mask. In one pass
+# over the whole sentence, self-attention at position $t$ can see position $t+1$: the very
+# token it must predict. Let's see what a model makes of that. The
 # data is random: every token is drawn uniformly from $V = 8$, so the next token cannot be
 # predicted, and an honest model is right $1/8 = 12.5\%$ of the time. The model is lesson
 # 04's: an embedding plus a learned vector per position, one multi-head self-attention layer,
@@ -273,14 +278,17 @@ print("without a mask, the future reaches every output:", bool((without_mask[fut
 #
 # Sentences come in different lengths, and a batch is one $(B, T)$ tensor of token ids. The
 # short sentences are filled up with a **pad** token. Its id is whatever the vocabulary says:
-# BERT's vocabulary has `[PAD]` at 0, fairseq's has `<pad>` at 1. Ours follows fairseq:
-# `<s>` (start of sentence, a real token) is 0 and `<pad>` is 1. So the pad id is always an
-# argument, never an assumed 0.
+# BERT's vocabulary has `[PAD]` at 0, fairseq's has `<pad>` at 1. The course's own
+# vocabularies (`course.data`, lessons 08-11) have `<pad>` at 0 and `<bos>` at 1; this
+# section's small vocabulary follows fairseq instead, `<s>` (start of sentence, a real token)
+# at 0 and `<pad>` at 1, so that code assuming a pad id of 0 would show here. The pad id is
+# always an argument, never an assumed 0.
 
 # %%
 vocab = ["<s>", "<pad>", "</s>", "the", "cat", "sat", "on", "mat", "a", "dog", "barked",
          "bird", "sang", "loudly"]
 PAD_ID = vocab.index("<pad>")                                        # 1
+print("pad id: here", PAD_ID, "| course.data", course_data.PAD_ID)
 sentences = ["<s> the cat sat on the mat", "<s> a dog barked", "<s> the bird sang loudly"]
 ids = [torch.tensor([vocab.index(word) for word in s.split()]) for s in sentences]
 tokens = pad_sequence(ids, batch_first=True, padding_value=PAD_ID)  # (B, T): padded at the end
@@ -454,12 +462,14 @@ plt.show()
 
 # %%
 full = combined.expand(B, n_heads, T, T)                             # (B, h, T_q, T_k), no copy
-fig, axes = plt.subplots(n_heads, B, figsize=(14, 7))
+fig, axes = plt.subplots(n_heads, B, figsize=(13, 7), layout="constrained")
 for b in range(B):
     for j in range(n_heads):
-        draw_mask(axes[j, b], full[b, j], f"sentence {b}, head {j}")
+        draw_mask(axes[j, b], full[b, j], f"sentence {b}, head {j}", colorbar=False)
+bar = fig.colorbar(axes[0, 0].images[0], ax=axes, ticks=[0, 1], shrink=0.6)  # one for all
+bar.ax.set_yticklabels(["False", "True"])
+bar.set_label("may attend")
 fig.suptitle("The decoder's mask (B, h, T_q, T_k) = padding (B, 1, 1, T) & causal (T, T)")
-plt.tight_layout()
 plt.show()
 
 # %% [markdown]

@@ -136,74 +136,94 @@ for T_source in (5, 50, 500):
 #
 # The order matters: first the decoder looks at what it has written (masked self-attention),
 # then at the source (cross-attention), then it transforms each position on its own (the
-# feed-forward network). The whole model, with the shape of every tensor on its arrows
-# (drawn in code: the boxes are matplotlib patches):
+# feed-forward network). The whole model, with the shape of every tensor on its arrows and,
+# in red, the residual stream of lesson 07: each sublayer's input goes around it to its
+# Add & Norm (drawn in code: the boxes are matplotlib patches):
 
 # %%
 def box(ax, x, y, text, colour, height=0.04, width=0.34):
     """A rounded box centred at (x, y) with `text` in it."""
     ax.add_patch(FancyBboxPatch((x - width / 2, y - height / 2), width, height,
                                 boxstyle="round,pad=0.005", facecolor=colour, edgecolor="black"))
-    ax.text(x, y, text, ha="center", va="center", fontsize=8.5)
+    ax.text(x, y, text, ha="center", va="center", fontsize=10)
 
 
-def arrow(ax, start, end, label=None):
-    """An arrow from `start` to `end`, with the tensor's shape written beside it."""
-    ax.annotate("", xy=end, xytext=start, arrowprops=dict(arrowstyle="->", lw=1.2))
+def arrow(ax, start, end, label=None, colour="black", label_side=+1):
+    """An arrow from `start` to `end`, with the tensor's shape written beside it (right of it,
+    or left for label_side=-1)."""
+    ax.annotate("", xy=end, xytext=start, arrowprops=dict(arrowstyle="->", lw=1.2, color=colour))
     if label:
-        ax.text((start[0] + end[0]) / 2 + 0.01, (start[1] + end[1]) / 2, label,
-                fontsize=7.5, color="darkblue", va="center")
+        ax.text((start[0] + end[0]) / 2 + label_side * 0.01, (start[1] + end[1]) / 2, label,
+                fontsize=9, color="darkblue", va="center",
+                ha="left" if label_side > 0 else "right")
+
+
+def residual(ax, x, branch_y, add_y, side, width=0.34):
+    """The residual path: from the stream below a sublayer, around it, into its Add & Norm."""
+    edge = x + side * width / 2                                   # the Add & Norm box's side
+    outside = edge + side * 0.035
+    ax.plot([x, outside, outside], [branch_y, branch_y, add_y], color="firebrick", lw=1.4)
+    ax.plot([x], [branch_y], "o", color="firebrick", markersize=4)
+    arrow(ax, (outside, add_y), (edge + side * 0.008, add_y), colour="firebrick")
 
 
 attn_colour, ff_colour, norm_colour, io_colour = "#f6d7a7", "#c8e6c9", "#e1e1f5", "#eeeeee"
-embedding = "TokenEmbedding (x $\\sqrt{d_{model}}$) + positions, dropout"
+embedding = "TokenEmbedding (x $\\sqrt{d_{model}}$)\n+ positions, dropout"
 encoder_boxes = [  # (height on the page, text, colour, shape of the arrow leaving it)
     (0.04, "source tokens", io_colour, "(B, T_src)"),
     (0.13, embedding, io_colour, "(B, T_src, d_model)"),
-    (0.25, "self-attention: q = k = v = x, mask: source padding\n"
+    (0.25, "self-attention: q = k = v = x\nmask: source padding\n"
            "weights (B, h, T_src, T_src)", attn_colour, "(B, T_src, d_model)"),
     (0.34, "Add & Norm", norm_colour, "(B, T_src, d_model)"),
-    (0.44, "feed-forward (each position alone)", ff_colour, "(B, T_src, d_model)"),
-    (0.53, "Add & Norm", norm_colour, "(B, T_src, d_model)"),
-    (0.65, "memory (B, T_src, d_model): the keys\nand values of every cross-attention",
+    (0.45, "feed-forward (each position alone)", ff_colour, "(B, T_src, d_model)"),
+    (0.54, "Add & Norm", norm_colour, "(B, T_src, d_model)"),
+    (0.66, "memory (B, T_src, d_model): the keys\nand values of every cross-attention",
      io_colour, None),
 ]
 decoder_boxes = [
-    (0.04, "target tokens, shifted right: <bos> y1 y2 ...", io_colour, "(B, T_tgt)"),
+    (0.04, "target tokens, shifted right:\n<bos> y1 y2 ...", io_colour, "(B, T_tgt)"),
     (0.13, embedding, io_colour, "(B, T_tgt, d_model)"),
-    (0.24, "masked self-attention: q = k = v = y\nmask: causal & target padding\n"
+    (0.25, "masked self-attention: q = k = v = y\nmask: causal & target padding\n"
            "weights (B, h, T_tgt, T_tgt)", attn_colour, "(B, T_tgt, d_model)"),
-    (0.33, "Add & Norm", norm_colour, "(B, T_tgt, d_model)"),
-    (0.44, "cross-attention: q = y, k = v = memory\nmask: source padding\n"
+    (0.34, "Add & Norm", norm_colour, "(B, T_tgt, d_model)"),
+    (0.45, "cross-attention: q = y, k = v = memory\nmask: source padding\n"
            "weights (B, h, T_tgt, T_src)", attn_colour, "(B, T_tgt, d_model)"),
-    (0.53, "Add & Norm", norm_colour, "(B, T_tgt, d_model)"),
-    (0.62, "feed-forward (each position alone)", ff_colour, "(B, T_tgt, d_model)"),
-    (0.71, "Add & Norm", norm_colour, "(B, T_tgt, d_model)"),
-    (0.81, "Linear d_model -> tgt_vocab", io_colour, "(B, T_tgt, tgt_vocab)"),
-    (0.91, "logits; their softmax: next-token probabilities", io_colour, None),
+    (0.54, "Add & Norm", norm_colour, "(B, T_tgt, d_model)"),
+    (0.64, "feed-forward (each position alone)", ff_colour, "(B, T_tgt, d_model)"),
+    (0.73, "Add & Norm", norm_colour, "(B, T_tgt, d_model)"),
+    (0.84, "Linear d_model -> tgt_vocab", io_colour, "(B, T_tgt, tgt_vocab)"),
+    (0.94, "logits; their softmax:\nnext-token probabilities", io_colour, None),
 ]
-fig, ax = plt.subplots(figsize=(11, 11))
-for boxes, x_pos in ((encoder_boxes, 0.26), (decoder_boxes, 0.68)):
-    for i, (y_pos, text, colour, shape) in enumerate(boxes):
-        height = 0.06 if colour == attn_colour else 0.04
+fig, ax = plt.subplots(figsize=(12, 12))
+for boxes, x_pos, side in ((encoder_boxes, 0.27, -1), (decoder_boxes, 0.71, +1)):  # side: red
+    heights = [0.065 if colour == attn_colour else 0.045 for _, _, colour, _ in boxes]
+    for i, ((y_pos, text, colour, shape), height) in enumerate(zip(boxes, heights, strict=True)):
         box(ax, x_pos, y_pos, text, colour, height)
         if shape:
             top = y_pos + height / 2 + 0.005
-            next_y, _, next_colour, _ = boxes[i + 1]
-            bottom = next_y - (0.06 if next_colour == attn_colour else 0.04) / 2 - 0.005
-            arrow(ax, (x_pos, top), (x_pos, bottom), shape)
-arrow(ax, (0.43, 0.65), (0.51, 0.46))
-for x_pos, (low, high), label in ((0.02, (0.21, 0.56), "N x encoder layer"),
-                                  (0.88, (0.20, 0.74), "N x decoder layer")):
-    ax.add_patch(plt.Rectangle((x_pos, low), 0.05, high - low, fill=False, linestyle="--"))
-    ax.text(x_pos + 0.025, (low + high) / 2, label, rotation=90, ha="center", va="center")
-ax.set_xlim(0, 0.95)
-ax.set_ylim(0, 0.96)
+            bottom = boxes[i + 1][0] - heights[i + 1] / 2 - 0.005
+            arrow(ax, (x_pos, top), (x_pos, bottom), shape, label_side=-side)  # not on the red
+        if i + 1 < len(boxes) and boxes[i + 1][1] == "Add & Norm":   # box i is a sublayer
+            branch_y = y_pos - height / 2 - 0.02                     # on the arrow into it
+            residual(ax, x_pos, branch_y, boxes[i + 1][0], side)
+arrow(ax, (0.44, 0.66), (0.535, 0.47))                              # memory -> cross-attention
+for (low, high), (left, right), label_x, label in (
+        ((0.194, 0.575), (0.045, 0.465), 0.025, "N x encoder layer"),
+        ((0.194, 0.765), (0.505, 0.935), 0.96, "N x decoder layer")):
+    ax.add_patch(FancyBboxPatch((left, low), right - left, high - low,
+                                boxstyle="round,pad=0", fill=False, linestyle="--",
+                                edgecolor="0.4"))
+    ax.text(label_x, (low + high) / 2, label, rotation=90, ha="center", va="center",
+            fontsize=11)
+ax.set_xlim(0, 1.0)
+ax.set_ylim(0, 0.99)
 ax.set_xticks([])
 ax.set_yticks([])
-ax.set_xlabel("encoder (left), decoder (right); post-LN: Add & Norm = LayerNorm(x + sublayer(x))")
-ax.set_ylabel("data flows upwards")
-ax.set_title("The encoder-decoder Transformer, every tensor's shape on its arrow")
+ax.set_xlabel("encoder (left), decoder (right); post-LN: Add & Norm = LayerNorm(x + sublayer(x)),\n"
+              "x reaching the Add on the red residual path around each sublayer (lesson 07)",
+              fontsize=11)
+ax.set_ylabel("data flows upwards", fontsize=11)
+ax.set_title("The encoder-decoder Transformer, every tensor's shape on its arrow", fontsize=13)
 plt.show()
 
 # %% [markdown]
@@ -495,9 +515,28 @@ print("encoder-decoder: src", tuple(src.shape), "+ tgt", tuple(tgt_in.shape), "-
       tuple(logits.shape))
 
 # %% [markdown]
+# How far did these three shapes go? Stanford's CS224n lecture on Transformers (2021) showed
+# the top of an aggregate leaderboard of language-understanding tasks (GLUE-style: one score
+# averaged over many tasks), and every entry at the top was a Transformer:
+#
+# | model | score |
+# |---|---|
+# | DeBERTa / TuringNLRv4 | 90.8 |
+# | MacALBERT + DKM | 90.7 |
+# | StructBERT + TAPT | 90.6 |
+# | ALBERT + DAAF + NAS | 90.6 |
+# | ERNIE | 90.4 |
+# | T5 | 90.3 |
+#
+# All but T5 are encoder-only descendants of BERT; T5 is an encoder-decoder that treats
+# every task as mapping one text to another.
+
+# %% [markdown]
 # ## 7. Context, layer by layer
 #
-# Lesson 02 ended with the promise of *contextual* vectors: "bank" next to "river" should
+# Lesson 02 (section 4) showed a *contextual* vector: with hand-made embeddings, "it" moved
+# toward "chicken" in one sentence and toward "road" in the other. A trained model should do
+# the same to any word whose meaning depends on its neighbours: "bank" next to "river" should
 # not end up with the vector of "bank" next to "money". At the input it cannot be otherwise:
 # the embedding of "bank", plus the vector of its position, is the same in both sentences.
 # Every layer of self-attention mixes in some of the other words. To watch it happen, a

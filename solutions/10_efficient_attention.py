@@ -8,7 +8,7 @@
 # ways of paying less.
 #
 # In this lesson you will
-# 1. measure attention's time and memory as $T$ grows, fit the quadratic, and see what
+# 1. count attention's work and memory as $T$ grows, time it, and see what
 #    PyTorch's fused kernel saves;
 # 2. write `kv_cache_attention`, the decoding step that reuses past keys and values, and
 #    measure how much faster it makes greedy decoding;
@@ -29,7 +29,7 @@ from torch import nn
 from course import check
 from course.attention import scaled_dot_product_attention
 from course.data import BOS_ID, EOS_ID, PAD_ID, load_task, make_batches
-from course.plotting import attention_heatmap
+from course.plotting import mask_heatmap
 from course.train import (
     CONFIGS,
     build_model,
@@ -69,58 +69,104 @@ torch.set_num_threads(1)
 # attention overtakes the rest, $2 T^2 d > 12 T d^2$, at $T = 6d$: about 3,000 positions
 # for the paper's $d_{model} = 512$, and from there on its share keeps growing.
 #
-# `course.efficient.attention_cost` times a forward and a backward pass of attention on
-# random $q, k, v$ of shape $(1, h, T, d_k)$ (median of three runs, after a warm-up), for
-# lesson 03's `scaled_dot_product_attention` (`None`) or any other function, such as
-# `sdpa`, PyTorch's `F.scaled_dot_product_attention`:
+# **Counting it.** A clock on a shared machine is noisy; a count is not. PyTorch's
+# `torch.utils.flop_counter.FlopCounterMode` adds up the FLOPs of every matrix product that
+# runs inside it (2 per multiply-add), and on the `meta` device (lesson 08) code runs on
+# shapes alone, computing nothing, so counting a layer at $T = 8192$ costs nothing. Count
+# one encoder layer of the paper's size ($d_{model} = 512$, 8 heads, $d_{ff} = 2048$),
+# forward and backward, by kind of product: `bmm`, the batched products of attention
+# ($QK^\top$, $PV$ and their gradients), and `addmm` / `mm`, the linear layers (the four
+# projections and the feed-forward network, forward with their biases, and their gradients).
+
+# %%
+from torch.utils.flop_counter import FlopCounterMode
+
+from course.layers import EncoderLayer
+
+
+def layer_flops(T, d_model=512, n_heads=8):
+    """FLOPs of one encoder layer's matrix products, forward + backward, on a (1, T, d_model)
+    input: (attention's T x T products, the linear layers). Shapes only: nothing is computed."""
+    with torch.device("meta"):
+        layer = EncoderLayer(d_model, n_heads, 4 * d_model, dropout=0.0)
+        x = torch.randn(1, T, d_model, requires_grad=True)          # (1, T, d_model)
+    with FlopCounterMode(display=False) as counter:
+        layer(x).sum().backward()
+    by_op = {str(op): n for op, n in counter.get_flop_counts()["Global"].items()}
+    return by_op["aten.bmm"], by_op["aten.addmm"] + by_op["aten.mm"]
+
+
+T_counted = [256, 512, 1024, 2048, 3072, 4096, 8192]
+counted = {T: layer_flops(T) for T in T_counted}
+print(f"{'T':>5} {'attention T x T (GFLOP)':>24} {'linear layers (GFLOP)':>22} {'attention share':>16}")
+for T, (attention_flops, linear_flops) in counted.items():
+    print(f"{T:>5} {attention_flops / 1e9:>24.1f} {linear_flops / 1e9:>22.1f} "
+          f"{attention_flops / (attention_flops + linear_flops):>16.0%}")
+
+# %% [markdown]
+# The count is the formula: forward, $2 T^2 d$ multiply-adds for attention and $12 T d^2$
+# for the linear layers; backward, twice each (a product's gradient takes one product for
+# each of its two inputs), so the training pass costs three times the forward's:
+# $12 T^2 d$ and $72 T d^2$ FLOPs. Checked:
+
+# %%
+d = 512
+print("attention's products: exactly 12 T^2 d_model FLOPs at every T:",
+      all(attention_flops == 12 * T**2 * d for T, (attention_flops, _) in counted.items()))
+print("the linear layers: exactly 72 T d_model^2 FLOPs at every T:",
+      all(linear_flops == 72 * T * d**2 for T, (_, linear_flops) in counted.items()))
+print("doubling T multiplies attention's FLOPs by 4 and the linear layers' by 2:",
+      all(counted[2 * T][0] == 4 * counted[T][0] and counted[2 * T][1] == 2 * counted[T][1]
+          for T in T_counted if 2 * T in counted))
+print("equal at T = 6 d_model = 3072:", counted[6 * d][0] == counted[6 * d][1])
+
+# %%
+T_line = np.array(T_counted, dtype=float)
+fig, ax = plt.subplots(figsize=(7, 4))
+ax.loglog(T_line, [counted[T][0] for T in T_counted], "o-", base=2,
+          label="attention's $T \\times T$ products: $12\\,T^2 d_{model}$")
+ax.loglog(T_line, [counted[T][1] for T in T_counted], "s-", base=2,
+          label="linear layers: $72\\,T\\,d_{model}^2$")
+ax.axvline(6 * d, color="0.6", linestyle=":")
+ax.text(6 * d * 1.05, counted[T_counted[0]][1], "$T = 6\\,d_{model}$", fontsize=9)
+ax.set_title("one encoder layer, $d_{model} = 512$, forward + backward (counted)")
+ax.set_xlabel("sequence length T")
+ax.set_ylabel("FLOPs")
+ax.legend()
+plt.show()
+
+# %% [markdown]
+# On log-log axes a power law is a straight line of slope its exponent: attention's line
+# rises twice as steeply as the linear layers', and crosses it at $T = 6 d_{model}$.
+#
+# **And the clock?** `course.efficient.attention_cost` times a forward and a backward pass
+# of attention alone on random $q, k, v$ of shape $(1, h, T, d_k)$ (median of three runs,
+# after a warm-up), for lesson 03's `scaled_dot_product_attention` (`None`) or any other
+# function, such as `sdpa`, PyTorch's `F.scaled_dot_product_attention`. Where the $T^2$ work
+# dominates, each doubling of $T$ should multiply the time by about 4, as it does the count.
+# One head, $d_k = 64$, one thread:
 
 # %%
 from course.efficient import attention_cost, sdpa
 
-T_values = [128, 256, 384, 512, 768, 1024]
+T_values, heads = [256, 512, 1024, 2048], 1
 
 # %% tags=["nbval-ignore-output"]
-ours = attention_cost(None, T_values, d_k=64, n_heads=4)      # one row per T
-fused = attention_cost(sdpa, T_values, d_k=64, n_heads=4)
-print(f"{'T':>5} {'ours (ms)':>10} {'fused (ms)':>11} {'ours / fused':>13}")
-for row, fused_row in zip(ours, fused, strict=True):
-    print(f"{row['T']:>5} {1e3 * row['seconds']:>10.2f} {1e3 * fused_row['seconds']:>11.2f} "
-          f"{row['seconds'] / fused_row['seconds']:>13.1f}")
+ours = attention_cost(None, T_values, d_k=64, n_heads=heads)  # one row per T
+fused = attention_cost(sdpa, T_values, d_k=64, n_heads=heads)
+print(f"{'T':>5} {'ours (ms)':>10} {'x previous':>10} {'fused (ms)':>11} {'x previous':>10}")
+for i, (row, fused_row) in enumerate(zip(ours, fused, strict=True)):
+    growth = ["", ""] if i == 0 else [f"{row['seconds'] / ours[i - 1]['seconds']:.1f}",
+                                      f"{fused_row['seconds'] / fused[i - 1]['seconds']:.1f}"]
+    print(f"{row['T']:>5} {1e3 * row['seconds']:>10.2f} {growth[0]:>10} "
+          f"{1e3 * fused_row['seconds']:>11.2f} {growth[1]:>10}")
 
 # %% [markdown]
-# **Fitting the quadratic.** If the cost is $a T^2 + b T + c$, a least-squares fit of
-# the measured seconds against $T$ (`np.polyfit`, degree 2) gives the three coefficients:
-# $a$ is the price of one entry of the $T \times T$ matrices (for all $h$ heads, forward and
-# backward), $b$ the price of the work done once per position (reading and writing each
-# row of $q$, $k$, $v$, the softmax's per-row sums), $c$ a fixed cost per call (launching
-# each operation, whatever $T$). Six noisy points pin $a$ down well; $b$ and $c$, small
-# beside it, less so (they can even come out negative).
-
-# %% tags=["nbval-ignore-output"]
-T_array = np.array(T_values, dtype=float)
-fits = {}
-for name, rows in (("ours", ours), ("fused", fused)):
-    seconds = np.array([row["seconds"] for row in rows])
-    fits[name] = np.polyfit(T_array, seconds, 2)                # (a, b, c), highest power first
-    a, b, c = fits[name]
-    print(f"{name:>5}: a = {1e9 * a:.2f} ns per T^2 entry, b = {1e6 * b:.2f} µs per position, "
-          f"c = {1e3 * c:.2f} ms per call")
-doubled = np.polyval(fits["ours"], 2048) / np.polyval(fits["ours"], 1024)
-print(f"ours: the fit predicts T = 2048 to take {doubled:.1f} times T = 1024 (4 for a pure T^2)")
-
-# %%
-T_smooth = np.linspace(T_values[0], T_values[-1], 100)
-fig, ax = plt.subplots(figsize=(7, 4))
-for (name, rows), colour in zip((("ours", ours), ("fused", fused)), ("C0", "C1"), strict=True):
-    ax.plot(T_values, [1e3 * row["seconds"] for row in rows], "o", color=colour,
-            label=f"{name}: measured")
-    ax.plot(T_smooth, 1e3 * np.polyval(fits[name], T_smooth), "-", color=colour,
-            label=f"{name}: fitted $aT^2 + bT + c$")
-ax.set_title("attention, forward + backward, 4 heads, $d_k = 64$, one thread")
-ax.set_xlabel("sequence length T")
-ax.set_ylabel("time (ms)")
-ax.legend()
-plt.show()
+# The ratios scatter around 4 from run to run and machine to machine: other processes take
+# turns on the processor, and a $T \times T$ matrix that outgrows the processor's caches
+# costs more per entry than one that fits, so a doubling can cost more than 4, and at small
+# $T$ the fixed cost of each call makes it cost less. That is why the law is shown by the
+# count; the clock agrees with it only roughly on a CPU.
 
 # %% [markdown]
 # The timings above come from this machine and move from run to run; the memory does not.
@@ -129,7 +175,8 @@ plt.show()
 
 # %%
 for row in ours:
-    print(f"T = {row['T']:>5}: the (1, 4, T, T) weights take {row['weights_bytes'] / 2**20:6.2f} MiB")
+    print(f"T = {row['T']:>5}: the (1, {heads}, T, T) weights take "
+          f"{row['weights_bytes'] / 2**20:6.2f} MiB")
 print("doubling T multiplies the weights' memory by exactly 4:",
       all(long["weights_bytes"] == 4 * short["weights_bytes"]
           for short in ours for long in ours if long["T"] == 2 * short["T"]))
@@ -325,7 +372,30 @@ print(f"{T_out} tokens for {timing['batch']} sentences: recomputing {timing['rec
 # $$
 #
 # Scores and memory $O(T k)$, linear in $T$ for a fixed $k$. Each of the $k$ rows mixes
-# every position, the future too: there is no causal Linformer, it is for encoders.
+# every position, the future too: there is no causal Linformer, it is for encoders. And $E$
+# and $F$ are learned with one column per position, so they tie the model to one maximum
+# length: a shorter sequence uses their first $T$ columns, a longer one has no columns to
+# use (the limit of lesson 05's learned positions, which the sinusoids do not have).
+#
+# **Memory-compressed attention** (Liu et al. 2018) shortened the keys and values along the
+# sequence two years earlier, with a strided convolution instead of learned $E, F$: a fixed
+# kernel slides along the sequence, so nothing ties it to one length, and the scores shrink
+# by the stride. Its task was WikiSum, writing the lead section of a Wikipedia article from
+# the documents it cites, and it let a decoder-only Transformer (lesson 08, section 6) read
+# far longer inputs than an encoder-decoder could. Test perplexity and ROUGE-L (overlap with
+# the real article), $L$ the input tokens read, as Stanford's CS224n quotes the paper:
+#
+# | model | $L$ | perplexity | ROUGE-L |
+# |---|---|---|---|
+# | seq2seq with attention (RNN) | 500 | 5.04952 | 12.7 |
+# | Transformer encoder-decoder | 500 | 2.46645 | 34.2 |
+# | Transformer decoder-only | 4,000 | 2.22216 | 33.6 |
+# | decoder-only, memory-compressed | 11,000 | 2.05159 | 36.2 |
+# | memory-compressed, mixture of experts (128) | 11,000 | 1.92871 | 37.9 |
+# | memory-compressed, mixture of experts (256) | 7,500 | 1.90325 | 38.8 |
+#
+# Each step down the table reads more of the sources or adds capacity, and the perplexity
+# falls at every step: cheaper attention was worth having because it bought length.
 #
 # **Sliding window** (as in Longformer, Beltagy et al. 2020): query $i$ sees keys $j$ with
 # $|i - j| \le w$, $2w + 1$ of them: $O(T w)$. One layer sees $w$ positions each way; $L$
@@ -338,7 +408,9 @@ print(f"{T_out} tokens for {timing['batch']} sentences: recomputing {timing['rec
 # power (the paper proves it a universal approximator of sequence functions).
 #
 # `course.efficient` has all three: `LinformerSelfAttention`, `sliding_window_mask`,
-# `bigbird_mask` (the masks are boolean, True = may attend, like every mask of the course).
+# `bigbird_mask` (the masks are boolean, True = may attend, like every mask of the course,
+# and drawn in lesson 06's colours by `course.plotting.mask_heatmap`: blue may attend, grey
+# may not).
 
 # %%
 from course.efficient import LinformerSelfAttention, bigbird_mask, sliding_window_mask
@@ -350,12 +422,10 @@ patterns = {
     "BigBird: 1 global, w = 1, 2 random": bigbird_mask(T_show, 1, 1, 2,
                                                        torch.Generator().manual_seed(0)),
 }
-fig, axes = plt.subplots(1, 3, figsize=(18, 5.5))
+fig, axes = plt.subplots(1, 3, figsize=(17, 5.5), layout="constrained")
 for ax, (name, pattern) in zip(axes, patterns.items(), strict=True):
-    attention_heatmap(pattern.float(), ax=ax, annotate=False,
-                      title=f"{name}: {int(pattern.sum())} of {T_show**2} scores")
-    ax.images[0].colorbar.set_label("may attend (1) or not (0)")
-plt.tight_layout()
+    mask_heatmap(pattern, ax=ax, colorbar=ax is axes[-1],           # one "may attend" bar
+                 title=f"{name}: {int(pattern.sum())} of {T_show**2} scores")
 plt.show()
 
 # %% [markdown]
@@ -367,6 +437,11 @@ linformer = LinformerSelfAttention(d_model=64, n_heads=4, seq_len=T_show, k=4)
 x = torch.randn(2, T_show, 64)                                   # (B, T, d_model)
 print(f"x {tuple(x.shape)} -> output {tuple(linformer(x).shape)}; "
       f"weights (B, h, T, k) = {tuple(linformer.attn.shape)}")
+print(f"E and F: {tuple(linformer.E.shape)} and {tuple(linformer.F.shape)}, (k, seq_len)")
+try:
+    linformer(torch.randn(1, T_show + 1, 64))                    # one position too many
+except ValueError as error:
+    print("ValueError:", error)
 
 # %% [markdown]
 # ### Plugging a variant into lesson 09's model
@@ -536,6 +611,16 @@ print("Linformer translates the fewest exactly:",
 # | 08 | the decoder layer, the whole model | the paper's base and big models, parameter for parameter |
 # | 09 | training, greedy decoding | a translator with reordering, trained in seconds; its cross-attention reads as an alignment |
 # | 10 | the KV cache | attention's $T^2$ bill, and how decoding, kernels and sparse patterns cut it |
+#
+# **How it came about.** Attention is older than the Transformer: lesson 01's additive
+# attention (Bahdanau et al. 2015) let an RNN translator look back at the source, and
+# end-to-end memory networks (Sukhbaatar et al. 2015) used attention repeated over a memory
+# instead of a recurrence along the sequence, doing well on question answering in simple
+# language and on language modelling. The Transformer (Vaswani et al. 2017) was built to
+# compute every position at once, for speed on parallel hardware (lesson 01, section 4).
+# That it also translated better than the recurrent and convolutional models before it
+# (lesson 09, section 8) was more than that design set out to do, and within a few years
+# Transformers led most language benchmarks (lesson 08, section 6).
 #
 # **Where to go next.**
 # - *Decoder-only models.* GPT-style language models are lesson 08's decoder alone

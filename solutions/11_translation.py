@@ -17,7 +17,8 @@
 # 6. score it as papers do, greedy against beam search, and read its mistakes;
 # 7. read its cross-attention on real word order;
 # 8. put it beside the PyTorch tutorial's GRU with attention, rebuilt from its description;
-# 9. translate your own sentence.
+# 9. meet the command line's second task: the whole file, in BPE pieces, with tied embeddings;
+# 10. translate your own sentence.
 
 # %%
 import random
@@ -435,7 +436,52 @@ print(f"tutorial GRU: {sum(p.numel() for p in gru.parameters()):,} parameters; "
 # | je songe a demissionner . | i m considering resigning. | i am thinking of resigning at once. | i am thinking of resigning at once. |
 # | j ai connaissance de cette `<unk>` . | i am acquainted with the custom. | i m acquainted with that dress. | i m acquainted with what that. |
 #
-# ## 9. Translate your own sentence
+# ## 9. The whole file: `fra-eng-full`
+#
+# The tutorial's set is 8% of the file, in lowercase ASCII. The command line's second task,
+# `fra-eng-full`, does what the paper did: it keeps every pair with at most 20 words on each
+# side (99.8% of the file; the rest are a few paragraphs that would lengthen every padded
+# batch), keeps the text **as people wrote it** (capitals, accents, apostrophes,
+# punctuation; only the kinds of space are unified, as French puts a narrow no-break space
+# before `!` and `?`), and reads it in pieces of **one BPE vocabulary of 8,000 shared by both
+# languages**, trained on the training split only. With one id space, the encoder's
+# embedding, the decoder's embedding and the output layer are **one matrix** (§3.4 of the
+# paper: `Transformer(..., tie_embeddings=True)`). 2% of the pairs are held out, grouped by
+# English sentence: about 2,700, the size of a WMT test set.
+
+# %%
+full = tatoeba.full_pairs(pairs)
+print(f"{len(full):,} of {len(pairs):,} pairs have at most {tatoeba.FULL_MAX_WORDS} words on each side")
+for french, english in random.Random(3).sample(full, 4):
+    print(f"  {french:55} -> {english}")
+
+# %% [markdown]
+# Twelve times the data takes longer to learn: `python -m course.train --task fra-eng-full`
+# trains for 20 minutes (`CONFIGS["fra-eng-full"]`: $d_{model}$ = 192, 2 + 2 layers; in a
+# probe of six sizes on an idle machine it takes 0.33 s a step, about 3,600 steps in 20
+# minutes, where $d_{model}$ = 256 with 3 + 3 layers took 0.71 s). Measured on the two-core
+# machine, seed 0, one run, with other work on the machine (2,362 steps in 1,200 s, a little
+# over one pass through the training pairs):
+#
+# | task | pairs (train / held out) | vocabulary | parameters | BLEU (beam 4) | chrF | exact match | greedy BLEU |
+# |---|---|---|---|---|---|---|---|
+# | `fra-eng-full` | 132,899 / 2,712 | 8,000 BPE pieces, shared, tied | 3,620,672 | 32.5 | 48.8 | 11.1% | 31.8 |
+#
+# This BLEU cannot be compared with `fra-eng`'s 42: the test sentences are different and
+# harder (every kind of sentence, not only "I am ..." ones, longer, with capitals and
+# punctuation that count). Held-out sentences, seed 0's model, beam 4:
+#
+# | French (held out) | reference | `fra-eng-full` (seed 0) |
+# |---|---|---|
+# | Ne me traite pas comme un chien. | Don't treat me like a dog. | Don't give me like a dog. |
+# | Es-tu certain de ne pas vouloir de café ? | Are you sure you don't want coffee? | Are you sure not want to want coffee? |
+# | Pourrez-vous m'aider quand je déménagerai ? | Could you help me when I move? | Will you help me when I'll give you? |
+# | Tom apparut pile au bon moment. | Tom showed up at just the right moment. | Tom had a good time. |
+#
+# and sentences typed for it: "Elle a acheté une voiture rouge." → "She bought a red car."
+# (the adjective moved before the noun), "Où est la gare ?" → "Where is the station?".
+#
+# ## 10. Translate your own sentence
 #
 # Change the sentence and run the cell. It is normalized as the training pairs were; a word
 # the model never saw is read as `<unk>`. This is the one-minute model of section 5; the
