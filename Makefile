@@ -49,8 +49,13 @@ install: $(STAMP) ## Create .venv and install the pinned requirements and `cours
 lab: $(STAMP) ## Start JupyterLab on the course (extra options: LAB_ARGS="--no-browser --port=8899")
 	$(BIN)/jupyter lab --ServerApp.root_dir="$(CURDIR)" --LabApp.default_url=/lab/tree/notebooks $(ROOT_ARG) $(LAB_ARGS)
 
-test: $(STAMP) ## Unit and pipeline tests, then nbval over every notebook in notebooks/ and solutions/
-	$(BIN)/python -m pytest
+# `make test` spreads the test files over JOBS processes (pytest-xdist; --dist loadfile keeps
+# each notebook's cells in order in one process), each torch on one thread: two processes with
+# two threads each on two cores spin-wait for each other (lesson 11's training cell took over
+# 300 s instead of 64 s). JOBS=1 runs everything in one process, as before.
+JOBS ?= 2
+test: $(STAMP) ## Unit and pipeline tests, then nbval over every notebook in notebooks/ and solutions/ (JOBS=2 processes)
+	OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 $(BIN)/python -m pytest -n $(JOBS) --dist loadfile
 
 test-fast: $(STAMP) ## Only the Python tests (no notebooks): quick feedback while editing `course`
 	$(BIN)/python -m pytest tests -p no:nbval -o addopts="" -q

@@ -458,7 +458,7 @@ for french, english in random.Random(3).sample(full, 4):
 # %% [markdown]
 # Twelve times the data takes longer to learn: `python -m course.train --task fra-eng-full`
 # trains for 20 minutes (`CONFIGS["fra-eng-full"]`: $d_{model}$ = 192, 2 + 2 layers; in a
-# probe of six sizes on an idle machine it takes 0.33 s a step, about 3,600 steps in 20
+# probe of six sizes on a nearly idle machine it takes 0.33 s a step, about 3,600 steps in 20
 # minutes, where $d_{model}$ = 256 with 3 + 3 layers took 0.71 s). Measured on the two-core
 # machine, seed 0, one run, with other work on the machine (2,362 steps in 1,200 s, a little
 # over one pass through the training pairs):
