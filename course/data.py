@@ -539,7 +539,7 @@ def load_task(name: str, seed: int = 0) -> Task:
 # ---------------------------------------------------------------------------------------
 
 
-def _pad(rows: list[list[int]]) -> Tensor:
+def pad_rows(rows: Sequence[Sequence[int]]) -> Tensor:
     """Rows of ids of different lengths -> one long tensor (len(rows), longest), PAD_ID after."""
     longest = max(len(row) for row in rows)
     batch = torch.full((len(rows), longest), PAD_ID, dtype=torch.long)  # (B, T)
@@ -602,7 +602,7 @@ def _batches(
         order = list(range(len(encoded)))
     for start in range(0, len(order), batch_size):
         chosen = [encoded[i] for i in order[start : start + batch_size]]
-        src = _pad([source + [EOS_ID] for source, _ in chosen])  # (B, T_src)
-        tgt_in = _pad([[BOS_ID] + target for _, target in chosen])  # (B, T_tgt)
-        tgt_out = _pad([target + [EOS_ID] for _, target in chosen])  # (B, T_tgt)
+        src = pad_rows([source + [EOS_ID] for source, _ in chosen])  # (B, T_src)
+        tgt_in = pad_rows([[BOS_ID] + target for _, target in chosen])  # (B, T_tgt)
+        tgt_out = pad_rows([target + [EOS_ID] for _, target in chosen])  # (B, T_tgt)
         yield src, tgt_in, tgt_out

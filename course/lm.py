@@ -60,7 +60,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from course.data import BOS_ID, EOS_ID, PAD_ID
+from course.data import BOS_ID, EOS_ID, PAD_ID, pad_rows
 from course.efficient import _self_attend_step
 from course.layers import EncoderLayer, LayerNorm
 from course.masking import decoder_mask
@@ -224,14 +224,6 @@ def lm_loss(model: LanguageModel, tokens: torch.Tensor, reduction: str = "mean")
     )
 
 
-def _pad_rows(rows: Sequence[Sequence[int]], pad_id: int = PAD_ID) -> torch.Tensor:
-    longest = max(len(row) for row in rows)
-    batch = torch.full((len(rows), longest), pad_id, dtype=torch.long)  # (B, T)
-    for b, row in enumerate(rows):
-        batch[b, : len(row)] = torch.tensor(row, dtype=torch.long)
-    return batch
-
-
 def lm_batches(
     sequences: Sequence[Sequence[int]],
     batch_size: int,
@@ -247,7 +239,7 @@ def lm_batches(
     else:
         order = list(range(len(sequences)))
     for start in range(0, len(order), batch_size):
-        yield _pad_rows([sequences[i] for i in order[start : start + batch_size]])
+        yield pad_rows([sequences[i] for i in order[start : start + batch_size]])
 
 
 @torch.no_grad()
