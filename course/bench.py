@@ -21,7 +21,15 @@ as the median of several repeats:
    grows (course.efficient.attention_cost): information, no goal;
 4. greedy decoding of 128 tokens with a KV cache ("ours") against recomputing the prefix
    at every step ("theirs"), course.efficient.speedup; goal: the cache >= 3 x faster,
-   a ratio <= 1/3.
+   a ratio <= 1/3;
+5. the operators one training step issues, forward and backward of the model (not Adam:
+   ours has more parameter tensors, w_q, w_k, w_v where torch packs one in_proj), counted
+   as they reach a kernel (every aten operator, views included, by a TorchDispatchMode;
+   the profiler's event list also names the composite operators around them, counting
+   some work twice): goal ours <= torch.nn's, at the OPS sizes (d_model 64, 2 + 2 layers;
+   the count depends on the layers, not on their width);
+6. the training step of row 1 at the course's own small sizes (COURSE: d_model 128,
+   3 + 3 layers, B 64, T 24, as lessons 09 and 11 train): goal ours <= 1.0 x torch.nn.
 
 Every ratio is ours / theirs (time / time, or FLOP/s / FLOP/s for row 2): the median of
 the per-repeat ratios, so that a slow moment of a shared machine hits both sides of one
@@ -30,7 +38,10 @@ every core: on a machine that other work shares, fewer threads wait less for eac
 the lines around the table say all three.
 `--quick` runs tiny sizes in seconds (a smoke test, tests/test_bench.py): its numbers mean
 nothing. `--compile` adds a row with torch.compile(ours, fused): it compiles C++ on the
-first call (minutes on a small CPU) and needs a C++ compiler.
+first call (minutes on a small CPU) and needs a C++ compiler. `--device cuda` runs every
+training row on the GPU (each timed call ends with torch.cuda.synchronize), `--bf16` runs
+their forward passes and losses under bf16 autocast (torch.autocast); the attention and
+decoding rows run on the same device.
 """
 
 from __future__ import annotations
@@ -42,11 +53,13 @@ import os
 import platform
 import statistics
 import time
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 
 import torch
 from torch import nn
+from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils.flop_counter import FlopCounterMode
 
 from course.efficient import attention_cost, sdpa, speedup
@@ -64,6 +77,10 @@ FULL = dict(d_model=512, n_heads=8, n_layers=2, d_ff=2048, vocab=1000, batch=32,
 QUICK = dict(d_model=32, n_heads=4, n_layers=1, d_ff=64, vocab=50, batch=4, T=8,
              repeats=3, warmup=1, matmul_n=128, attention_T=(8, 16),
              attention_repeats=3, decode_batch=2, decode_tokens=8, decode_repeats=2)  # fmt: skip
+# Operators are counted at small sizes (the count depends on the layers, not their width).
+OPS = dict(QUICK, d_model=64, n_layers=2, d_ff=128, batch=8, T=12)
+# The sizes the course itself trains at (lessons 09 and 11: d_model 128, 3 + 3 layers).
+COURSE = dict(FULL, d_model=128, n_heads=4, n_layers=3, d_ff=512, batch=64, T=24, repeats=9)
 LABEL_SMOOTHING = 0.1
 
 
@@ -125,8 +142,9 @@ class TorchTransformerSeq2Seq(nn.Module):
         return self.out(hidden)  # (B, T_tgt, tgt_vocab)
 
 
-def build_models(sizes: dict, seed: int = 0) -> dict[str, nn.Module]:
-    """theirs (torch.nn.Transformer), ours explicit and ours fused, all with theirs' weights."""
+def build_models(sizes: dict, seed: int = 0, device: str = "cpu") -> dict[str, nn.Module]:
+    """theirs (torch.nn.Transformer), ours explicit and ours fused, all with theirs' weights,
+    on `device`."""
     torch.manual_seed(seed)
     V, d = sizes["vocab"], sizes["d_model"]
     layers = (sizes["n_heads"], sizes["n_layers"], sizes["d_ff"])
@@ -138,11 +156,14 @@ def build_models(sizes: dict, seed: int = 0) -> dict[str, nn.Module]:
             ours, theirs.transformer, theirs.src_embed.embedding, theirs.tgt_embed.embedding,
             theirs.out,
         )  # fmt: skip
-    return models
+    return {name: model.to(device) for name, model in models.items()}
 
 
-def make_batch(sizes: dict, seed: int = 0) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """src, tgt_in, tgt_out (B, T) token ids: lengths from T / 2 to T, padded with PAD."""
+def make_batch(
+    sizes: dict, seed: int = 0, device: str = "cpu"
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """src, tgt_in, tgt_out (B, T) token ids: lengths from T / 2 to T, padded with PAD
+    (drawn on the CPU, then moved to `device`: the same batch everywhere)."""
     gen = torch.Generator().manual_seed(seed)
     B, T, V = sizes["batch"], sizes["T"], sizes["vocab"]
     tokens = torch.randint(2, V, (3, B, T), generator=gen)  # (3, B, T): no PAD, no BOS
@@ -151,23 +172,29 @@ def make_batch(sizes: dict, seed: int = 0) -> tuple[torch.Tensor, torch.Tensor, 
     src = tokens[0].masked_fill(~is_real[0], PAD)  # (B, T)
     tgt_out = tokens[1].masked_fill(~is_real[1], PAD)  # (B, T): what the decoder must write
     tgt_in = torch.cat([torch.full((B, 1), BOS), tgt_out[:, :-1]], dim=1)  # (B, T): shifted
-    return src, tgt_in, tgt_out
+    return src.to(device), tgt_in.to(device), tgt_out.to(device)
 
 
-def make_step(model: nn.Module, batch) -> Callable[[], None]:
+def make_step(model: nn.Module, batch, bf16: bool = False) -> Callable[[], None]:
     """One training step of `model` on `batch`, as course.train takes it: forward, the
-    label-smoothed cross-entropy, backward, Adam."""
+    label-smoothed cross-entropy (both under bf16 autocast when bf16), backward, Adam.
+    On a GPU the step waits for the device to finish (torch.cuda.synchronize), so that a
+    clock around it measures the work, not the launch."""
     src, tgt_in, tgt_out = batch
+    on_gpu = src.device.type == "cuda"
     model.train()
     optimizer = torch.optim.Adam(model.parameters(), lr=1e-4, betas=(0.9, 0.98), eps=1e-9)
     criterion = nn.CrossEntropyLoss(label_smoothing=LABEL_SMOOTHING, ignore_index=PAD)
 
     def step() -> None:
         optimizer.zero_grad(set_to_none=True)
-        logits = model(src, tgt_in)  # (B, T, V)
-        loss = criterion(logits.flatten(0, 1), tgt_out.flatten())  # (B * T, V) vs (B * T,)
+        with torch.autocast(src.device.type, dtype=torch.bfloat16, enabled=bf16):
+            logits = model(src, tgt_in)  # (B, T, V)
+            loss = criterion(logits.flatten(0, 1), tgt_out.flatten())  # (B * T, V) vs (B * T,)
         loss.backward()
         optimizer.step()
+        if on_gpu:
+            torch.cuda.synchronize(src.device)
 
     return step
 
@@ -208,21 +235,28 @@ def _median_ratio(mine: list[float], others: list[float]) -> float:
     return statistics.median(a / b for a, b in zip(mine, others, strict=True))
 
 
-def training_rows(sizes: dict, compile_model: bool = False) -> list[Row]:
+def training_rows(
+    sizes: dict, compile_model: bool = False, device: str = "cpu", bf16: bool = False
+) -> list[Row]:
     """Rows 1 and 2: the training step (ours explicit, ours fused[, compiled]) against
     torch.nn.Transformer's, and its achieved FLOP/s against a large matmul's."""
-    models = build_models(sizes)
-    batch = make_batch(sizes)
+    models = build_models(sizes, device=device)
+    batch = make_batch(sizes, device=device)
     flops = step_flops(models["ours"], batch)
-    fns = {name: make_step(model, batch) for name, model in models.items()}
+    fns = {name: make_step(model, batch, bf16) for name, model in models.items()}
     if compile_model:  # its graph breaks (the models' input checks) are expected: not shown
         logging.getLogger("torch._dynamo").setLevel(logging.ERROR)
-        compiled = build_models(sizes)["ours_fused"]
-        fns["ours_compiled"] = make_step(torch.compile(compiled), batch)
+        compiled = build_models(sizes, device=device)["ours_fused"]
+        fns["ours_compiled"] = make_step(torch.compile(compiled), batch, bf16)
     n = sizes["matmul_n"]
     gen = torch.Generator().manual_seed(1)
-    a, b = torch.randn(n, n, generator=gen), torch.randn(n, n, generator=gen)  # (n, n) each
-    fns["matmul"] = lambda: a @ b  # (n, n) @ (n, n): 2 n^3 FLOPs
+    a, b = (torch.randn(n, n, generator=gen).to(device) for _ in range(2))  # (n, n) each
+    dtype = torch.bfloat16 if bf16 else a.dtype  # the matmul at the rate the step runs at
+    a, b = a.to(dtype), b.to(dtype)
+    if torch.device(device).type == "cuda":
+        fns["matmul"] = lambda: (a @ b, torch.cuda.synchronize(device))  # 2 n^3 FLOPs
+    else:
+        fns["matmul"] = lambda: a @ b  # (n, n) @ (n, n): 2 n^3 FLOPs
     times = interleaved(fns, sizes["repeats"], sizes["warmup"])
     theirs = times["theirs"]
     labels = {
@@ -245,11 +279,72 @@ def training_rows(sizes: dict, compile_model: bool = False) -> list[Row]:
     return rows
 
 
-def attention_rows(sizes: dict) -> list[Row]:
+class _CountOperators(TorchDispatchMode):
+    """Counts every aten operator that reaches a kernel while it is active."""
+
+    def __init__(self):
+        super().__init__()
+        self.counts: Counter = Counter()
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        self.counts[str(func.overloadpacket)] += 1
+        return func(*args, **(kwargs or {}))
+
+
+def count_operators(model: nn.Module, batch) -> Counter:
+    """The aten operators of one training step's model path, forward (with the loss) and
+    backward, by name; the step is taken once untimed first (lazy setup not counted)."""
+    src, tgt_in, tgt_out = batch
+    model.train()
+    criterion = nn.CrossEntropyLoss(label_smoothing=LABEL_SMOOTHING, ignore_index=PAD)
+
+    def forward_backward() -> None:
+        logits = model(src, tgt_in)  # (B, T, V)
+        criterion(logits.flatten(0, 1), tgt_out.flatten()).backward()
+
+    forward_backward()
+    with _CountOperators() as counter:
+        forward_backward()
+    model.zero_grad(set_to_none=True)
+    return counter.counts
+
+
+def operator_rows(sizes: dict, device: str = "cpu") -> list[Row]:
+    """Row 5: operators per training step (model path), ours explicit and fused / torch.nn."""
+    models = build_models(sizes, device=device)
+    batch = make_batch(sizes, device=device)
+    counts = {name: float(sum(count_operators(model, batch).values()))
+              for name, model in models.items()}  # fmt: skip
+    labels = {"ours": "operators per step: ours (explicit) / torch.nn.Transformer",
+              "ours_fused": "operators per step: ours (fused=True) / torch.nn.Transformer",
+              }  # fmt: skip
+    return [Row(labels[name], counts[name], counts["theirs"], "ops",
+                counts[name] / counts["theirs"], ("<=", 1.0))
+            for name in labels]  # fmt: skip
+
+
+def course_size_rows(sizes: dict, device: str = "cpu", bf16: bool = False) -> list[Row]:
+    """Row 6: the training step at the course's own sizes, ours explicit and fused /
+    torch.nn.Transformer (interleaved, median of the per-repeat ratios); goal <= 1.0."""
+    models = build_models(sizes, device=device)
+    batch = make_batch(sizes, device=device)
+    fns = {name: make_step(model, batch, bf16) for name, model in models.items()}
+    times = interleaved(fns, sizes["repeats"], sizes["warmup"])
+    layers = f"{sizes['n_layers']}+{sizes['n_layers']}"
+    what = f"d_model {sizes['d_model']}, {layers}, B {sizes['batch']}"
+    labels = {"ours": f"train step ({what}): ours (explicit) / torch.nn",
+              "ours_fused": f"train step ({what}): ours (fused=True) / torch.nn"}  # fmt: skip
+    return [Row(labels[name], statistics.median(times[name]) * 1e3,
+                statistics.median(times["theirs"]) * 1e3, "ms",
+                _median_ratio(times[name], times["theirs"]), ("<=", 1.0))
+            for name in labels]  # fmt: skip
+
+
+def attention_rows(sizes: dict, device: str = "cpu") -> list[Row]:
     """Row 3: course attention vs F.scaled_dot_product_attention, forward + backward, per T
     (batch 1, h heads of d_k = d_model / h, as in the model)."""
     h = sizes["n_heads"]
-    shape = dict(d_k=sizes["d_model"] // h, batch=1, n_heads=h)
+    shape = dict(d_k=sizes["d_model"] // h, batch=1, n_heads=h, device=device)
     rows = []
     functions = {"ours": None, "theirs": sdpa}  # None: course.attention's
     for T in sizes["attention_T"]:
@@ -267,14 +362,14 @@ def attention_rows(sizes: dict) -> list[Row]:
     return rows
 
 
-def decoding_row(sizes: dict) -> Row:
+def decoding_row(sizes: dict, device: str = "cpu") -> Row:
     """Row 4: greedy decoding with the KV cache vs recomputing, course.efficient.speedup,
     one repeat of each per round (speedup checks that both give the same tokens)."""
     torch.manual_seed(0)
     V, n = sizes["vocab"], sizes["decode_tokens"]
     model = Transformer(V, V, sizes["d_model"], sizes["n_heads"], sizes["n_layers"],
-                        sizes["d_ff"], pad_id=PAD).eval()  # fmt: skip
-    src = make_batch(dict(sizes, batch=sizes["decode_batch"]))[0]  # (B, T_src)
+                        sizes["d_ff"], pad_id=PAD).eval().to(device)  # fmt: skip
+    src = make_batch(dict(sizes, batch=sizes["decode_batch"]), device=device)[0]  # (B, T_src)
     results = [speedup(model, src, n, BOS, repeats=1) for _ in range(sizes["decode_repeats"])]
     cached = [r["cached_s"] for r in results]
     recompute = [r["recompute_s"] for r in results]
@@ -319,6 +414,10 @@ def describe_sizes(sizes: dict) -> str:
         "(course.efficient.attention_cost)",
         f"decoding: a model of the same sizes (explicit), eval mode, B={sizes['decode_batch']}, "
         "greedy, no early stop (course.efficient.speedup)",
+        "operators: forward with the loss and backward of one training step, d_model=64, "
+        "2+2 layers, B=8, T=12; every aten operator that reaches a kernel (a TorchDispatchMode)",
+        "course's sizes: d_model=128, h=4, d_ff=512, 3+3 layers, B=64, T=24 (quick: the sizes "
+        "above)",
     ])  # fmt: skip
 
 
@@ -342,25 +441,32 @@ def format_table(rows: list[Row]) -> str:
 
 
 def run(quick: bool = False, threads: int | None = None, compile_model: bool = False,
-        print_fn: Callable[[str], object] = print) -> list[Row]:  # fmt: skip
+        print_fn: Callable[[str], object] = print, device: str = "cpu",
+        bf16: bool = False) -> list[Row]:  # fmt: skip
     """Measure every row and print the table with the machine; returns the rows."""
     sizes = QUICK if quick else FULL
     threads_before = torch.get_num_threads()
     torch.set_num_threads(threads or os.cpu_count() or 1)
     try:
-        return _measure_and_print(sizes, quick, compile_model, print_fn)
+        return _measure_and_print(sizes, quick, compile_model, print_fn, device, bf16)
     finally:
         torch.set_num_threads(threads_before)  # the caller's setting, as it was
 
 
-def _measure_and_print(sizes: dict, quick: bool, compile_model: bool, print_fn) -> list[Row]:
+def _measure_and_print(sizes: dict, quick: bool, compile_model: bool, print_fn,
+                       device: str = "cpu", bf16: bool = False) -> list[Row]:  # fmt: skip
     start = machine()
     if quick:
         print_fn("course.bench --quick: tiny sizes, a smoke test; the numbers mean nothing")
     print_fn(f"machine: {start['cpu']}, {start['cores']} cores; torch {start['torch']}, "
              f"{start['threads']} threads; load average at start {start['load']}")  # fmt: skip
+    if torch.device(device).type != "cpu" or bf16:
+        gpu = torch.cuda.get_device_name(device) if torch.device(device).type == "cuda" else ""
+        print_fn(f"device: {device} {gpu}".rstrip() + ("; bf16 autocast" if bf16 else ""))
     began = time.perf_counter()
-    rows = training_rows(sizes, compile_model) + attention_rows(sizes) + [decoding_row(sizes)]
+    rows = (training_rows(sizes, compile_model, device, bf16) + attention_rows(sizes, device)
+            + [decoding_row(sizes, device)] + operator_rows(OPS, device)
+            + course_size_rows(QUICK if quick else COURSE, device, bf16))  # fmt: skip
     print_fn(format_table(rows))
     print_fn(describe_sizes(sizes))
     print_fn(f"load average at end {_load()}; {time.perf_counter() - began:.0f} s")
@@ -375,10 +481,19 @@ def main(argv: list[str] | None = None) -> list[Row]:
                         help="torch threads (default: every core, os.cpu_count())")  # fmt: skip
     parser.add_argument("--compile", action="store_true",
                         help="add a torch.compile row (compiles C++ first: minutes)")  # fmt: skip
+    parser.add_argument("--device", default="cpu", help="cpu (default) or cuda: where to run")
+    parser.add_argument("--bf16", action="store_true",
+                        help="training steps under bf16 autocast (torch.autocast)")  # fmt: skip
     args = parser.parse_args(argv)
     if args.threads is not None and args.threads < 1:
         parser.error(f"--threads must be a positive int, got {args.threads}")
-    rows = run(args.quick, args.threads, args.compile)
+    try:
+        device = torch.device(args.device)
+    except RuntimeError:
+        parser.error(f"--device must name a device such as cpu or cuda, got {args.device!r}")
+    if device.type == "cuda" and not torch.cuda.is_available():
+        parser.error("--device cuda: no CUDA GPU is visible to torch on this machine")
+    rows = run(args.quick, args.threads, args.compile, device=str(device), bf16=args.bf16)
     if not all(math.isfinite(row.ratio) and row.ratio > 0 for row in rows):
         raise SystemExit("a ratio is not a positive finite number: see the table")
     return rows

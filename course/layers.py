@@ -55,10 +55,13 @@ class LayerNorm(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         _check_last_dim(x, self.d_model, "LayerNorm")
-        mean = x.mean(dim=-1, keepdim=True)  # (..., d_model) -> (..., 1)
-        var = (x - mean).pow(2).mean(dim=-1, keepdim=True)  # (..., 1): biased, / d_model
-        x_hat = (x - mean) / torch.sqrt(var + self.eps)  # (..., d_model): mean 0, var 1
-        return self.weight * x_hat + self.bias
+        # Written out, as lesson 07's exercise has it:
+        #     mean = x.mean(dim=-1, keepdim=True)                       (..., 1)
+        #     var = (x - mean).pow(2).mean(dim=-1, keepdim=True)        (..., 1), / d_model
+        #     return self.weight * (x - mean) / torch.sqrt(var + self.eps) + self.bias
+        # PyTorch's layer_norm computes exactly that in one operator, forward and backward,
+        # where the lines above take ten (tests/test_layers.py compares the two).
+        return F.layer_norm(x, (self.d_model,), self.weight, self.bias, self.eps)  # (..., d_model)
 
     def extra_repr(self) -> str:
         return f"{self.d_model}, eps={self.eps}"

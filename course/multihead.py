@@ -153,9 +153,10 @@ class MultiHeadAttention(nn.Module):
                 f"query and key must have the same batch size B: query {tuple(query.shape)}, "
                 f"key {tuple(key.shape)}"
             )
-        q = split_heads(self.w_q(query), self.n_heads)  # (B, T_q, d_model) -> (B, h, T_q, d_k)
-        k = split_heads(self.w_k(key), self.n_heads)  # (B, T_k, d_model) -> (B, h, T_k, d_k)
-        v = split_heads(self.w_v(value), self.n_heads)  # (B, T_k, d_model) -> (B, h, T_k, d_k)
+        q, k, v = self._project(query, key, value)  # (B, T_q | T_k | T_k, d_model) each
+        q = split_heads(q, self.n_heads)  # (B, T_q, d_model) -> (B, h, T_q, d_k)
+        k = split_heads(k, self.n_heads)  # (B, T_k, d_model) -> (B, h, T_k, d_k)
+        v = split_heads(v, self.n_heads)  # (B, T_k, d_model) -> (B, h, T_k, d_k)
         if self.rotary_base is not None:  # rotary positions: query m and key n by m, n steps
             q = apply_rotary(q, self.rotary_base)  # (B, h, T_q, d_k), same shape
             k = apply_rotary(k, self.rotary_base)  # (B, h, T_k, d_k), same shape
@@ -170,6 +171,25 @@ class MultiHeadAttention(nn.Module):
             # heads (B, h, T_q, d_k), weights (B, h, T_q, T_k): every head attends on its own
             self.attn = weights.detach()
         return self.w_o(merge_heads(heads))  # (B, h, T_q, d_k) -> (B, T_q, d_model)
+
+    def _project(self, query, key, value) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """Q = query W_Q, K = key W_K, V = value W_V, each (B, T, d_model).
+
+        When the same tensor is projected twice or three times (self-attention: query, key
+        and value are x; cross-attention: key and value are the memory), the matrices are
+        stacked and multiplied once: [Q | K | V] = x [W_Q | W_K | W_V]. The same numbers as
+        three products, in one larger matmul that a GPU runs far better (and one operator
+        instead of three: torch.nn.MultiheadAttention does the same with its in_proj).
+        """
+        if key is value:
+            stacked = (self.w_q, self.w_k, self.w_v) if query is key else (self.w_k, self.w_v)
+            weight = torch.cat([m.weight for m in stacked])  # (2 or 3 d_model, d_model)
+            bias = None if self.w_q.bias is None else torch.cat([m.bias for m in stacked])
+            if query is key:  # self-attention: (B, T, d_model) -> 3 x (B, T, d_model)
+                return F.linear(query, weight, bias).chunk(3, dim=-1)
+            k, v = F.linear(key, weight, bias).chunk(2, dim=-1)  # 2 x (B, T_k, d_model)
+            return self.w_q(query), k, v
+        return self.w_q(query), self.w_k(key), self.w_v(value)
 
     @classmethod
     def from_torch(cls, theirs: nn.MultiheadAttention) -> MultiHeadAttention:

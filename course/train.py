@@ -87,7 +87,9 @@ ADAM_EPS = 1e-9
 # positions ("sinusoidal" or "rotary": course.transformer.Transformer).
 # Optimisation: steps, batch_size (sentences), warmup (steps), lr_factor (the schedule's
 # factor), label_smoothing, clip_norm (0: off). Bookkeeping: checkpoint_every,
-# eval_batch_size.
+# eval_batch_size. bf16: on a CUDA GPU, the forward pass and the loss run under bf16
+# autocast (torch.autocast: matmuls in bfloat16, the weights, gradients and Adam's moments
+# stay float32); the CPU ignores it and trains in float32.
 #
 # toy-translation (`make train`): 600 steps of 64 sentences, about 5 epochs of its 8,000
 # training pairs. lr_factor 0.5 halves the paper's rate (peak 4.4e-3 at step 200 for
@@ -119,6 +121,7 @@ _COMMON = dict(
     clip_norm=1.0,
     checkpoint_every=200,
     eval_batch_size=500,
+    bf16=True,
 )
 _SCAN = dict(steps=6000, checkpoint_every=500)
 # fra-eng (lesson 11, real sentences): trained for a time, not a number of steps
@@ -333,6 +336,7 @@ def train_steps(
     progress_every: float = 0.1,
     progress: bool = True,
     clock: Callable[[], float] = time.perf_counter,
+    bf16: bool = False,
 ) -> TrainingLog:
     """The training loop: teacher-forced steps from `start_step` until `steps`, or until
     the steps have taken `time_budget` seconds. One loop for the CLI, lesson 09 and its
@@ -349,6 +353,9 @@ def train_steps(
     `clock` times the steps: wall-clock time by default. time.process_time counts only the
     CPU time this process used, which on one thread and a quiet machine is the same, and on
     a busy machine leaves out the time other programs held the cores.
+
+    bf16=True runs the forward pass and the loss under bf16 autocast on `device`'s type
+    (torch.autocast); backward and the optimizer see float32 parameters as before.
     """
     if isinstance(steps, bool) or not isinstance(steps, int) or steps < start_step:
         raise ValueError(f"steps must be an int >= start_step ({start_step}), got {steps!r}")
@@ -368,8 +375,9 @@ def train_steps(
         started = clock()
         model.train()  # on_step may have evaluated, in eval mode
         src, tgt_in, tgt_out = (t.to(device) for t in next(batches))
-        logits = model(src, tgt_in)  # (B, T_tgt, V): teacher forcing
-        loss = criterion(logits.flatten(0, 1), tgt_out.flatten())  # (B*T_tgt, V) vs (B*T_tgt,)
+        with torch.autocast(torch.device(device).type, dtype=torch.bfloat16, enabled=bf16):
+            logits = model(src, tgt_in)  # (B, T_tgt, V): teacher forcing
+            loss = criterion(logits.flatten(0, 1), tgt_out.flatten())  # (B*T_tgt, V), (B*T_tgt,)
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
         if clip_norm > 0:
@@ -775,6 +783,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         "--resume", action="store_true", help="continue from the checkpoint in --out"
     )
     parser.add_argument(
+        "--compile",
+        action="store_true",
+        help="train through torch.compile (a GPU's launches fused; compiling takes a minute "
+        "or more first, and needs a C++ compiler on the CPU)",
+    )
+    parser.add_argument(
         "--set",
         action="append",
         default=[],
@@ -843,7 +857,8 @@ def _load_for_resume(path: Path, task_name: str, seed: int, config: dict, device
         differences.append(f"task {checkpoint['task']!r} (this run: {task_name!r})")
     if checkpoint["seed"] != seed:
         differences.append(f"seed {checkpoint['seed']} (this run: {seed})")
-    theirs, ours = _comparable(checkpoint["config"]), _comparable(config)
+    # a checkpoint from before the bf16 setting trained in float32 everywhere
+    theirs, ours = _comparable({"bf16": False, **checkpoint["config"]}), _comparable(config)
     for key in sorted(set(theirs) | set(ours)):
         if theirs.get(key) != ours.get(key):
             differences.append(f"{key}={theirs.get(key)!r} (this run: {ours.get(key)!r})")
@@ -868,6 +883,8 @@ def run(args: argparse.Namespace) -> dict | None:
     Under torchrun each process calls it: rank 0 returns the metrics, the others None.
     """
     if args.task in LM_TASKS:  # lesson 12: a language model, its own loop (below)
+        if getattr(args, "compile", False):
+            raise UsageError(f"--compile is for the translation tasks, not --task {args.task}")
         return run_language_model(args)
     processes = Processes.from_environment()
     config = {**CONFIGS[args.task], **MODELS[args.model]}
@@ -942,6 +959,10 @@ def _train_and_evaluate(
             print(f"resuming {checkpoint_path} at step {step}", file=sys.stderr)
     # DDP and the global token mean with N processes; with one, model and criterion as they are
     trained, criterion = processes.wrap(model, criterion, device)
+    compiled = getattr(args, "compile", False)
+    if compiled:  # training only: evaluation decodes with the model itself (shapes vary)
+        trained = torch.compile(trained)
+    bf16 = bool(config.get("bf16")) and device.type == "cuda"
     if processes.main:
         out.mkdir(parents=True, exist_ok=True)
         _write_json(out / "config.json", {"task": args.task, "seed": args.seed, **config})
@@ -1001,6 +1022,7 @@ def _train_and_evaluate(
         on_step=after_step,
         desc=f"train {args.task}",
         progress=processes.main,
+        bf16=bf16,
     )
     if budget is not None and not spent and step % config["checkpoint_every"] != 0:
         save()  # the time ran out between two checkpoints: keep the last step too
@@ -1038,6 +1060,8 @@ def _train_and_evaluate(
         "bleu_tokenize": "13a" if task.references is not None else "none",
         "threads": torch.get_num_threads(),
         "processes": processes.world_size,
+        "bf16": bf16,
+        "compiled": compiled,
         "examples": results["examples"],
     }
     _write_json(out / "metrics.json", metrics)

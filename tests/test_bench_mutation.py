@@ -399,7 +399,7 @@ def test_attention_rows_alternate_who_goes_first_and_take_medians(monkeypatch):
         (n, 8) for n in order
     ]
     for _, _, kwargs in calls:
-        assert kwargs == dict(repeats=1, d_k=4, batch=1, n_heads=2)
+        assert kwargs == dict(repeats=1, d_k=4, batch=1, n_heads=2, device="cpu")
         assert type(kwargs["d_k"]) is int
     assert len(rows) == 2
     what = "attention fwd+bwd T={}: course / F.scaled_dot_product_attention"
@@ -465,7 +465,11 @@ def test_describe_sizes_names_every_size():
         "attention: B=1, h=2, d_k=4, no mask, forward + backward "
         "(course.efficient.attention_cost)\n"
         "decoding: a model of the same sizes (explicit), eval mode, B=2, greedy, no early stop "
-        "(course.efficient.speedup)"
+        "(course.efficient.speedup)\n"
+        "operators: forward with the loss and backward of one training step, d_model=64, 2+2 "
+        "layers, B=8, T=12; every aten operator that reaches a kernel (a TorchDispatchMode)\n"
+        "course's sizes: d_model=128, h=4, d_ff=512, 3+3 layers, B=64, T=24 (quick: the sizes "
+        "above)"
     )
 
 
@@ -535,22 +539,34 @@ def scripted_run(monkeypatch):
     """run() with the rows scripted, the machine's lines and the clock known."""
     seen: dict = {}
 
-    def training(sizes, compile_model):
+    def training(sizes, compile_model, device, bf16):
         seen.update(sizes=sizes, compile_model=compile_model, threads=torch.get_num_threads())
+        assert (device, bf16) == ("cpu", False)
         return [ROWS[0]]
 
-    def attention(sizes):
-        assert sizes is seen["sizes"]
+    def attention(sizes, device):
+        assert sizes is seen["sizes"] and device == "cpu"
         return [ROWS[1]]
 
-    def decoding(sizes):
-        assert sizes is seen["sizes"]
+    def decoding(sizes, device):
+        assert sizes is seen["sizes"] and device == "cpu"
         return ROWS[2]
+
+    def operators(sizes, device):
+        assert sizes is bench.OPS and device == "cpu"
+        return []
+
+    def course_sizes(sizes, device, bf16):
+        assert sizes is (bench.QUICK if seen["sizes"] is bench.QUICK else bench.COURSE)
+        assert (device, bf16) == ("cpu", False)
+        return []
 
     loads = iter([(0.5, 0.25, 1.0), (2.0, 1.5, 1.0)])
     monkeypatch.setattr(bench, "training_rows", training)
     monkeypatch.setattr(bench, "attention_rows", attention)
     monkeypatch.setattr(bench, "decoding_row", decoding)
+    monkeypatch.setattr(bench, "operator_rows", operators)
+    monkeypatch.setattr(bench, "course_size_rows", course_sizes)
     monkeypatch.setattr(bench, "time", SimpleNamespace(perf_counter=iter([100.0, 142.6]).__next__))
     monkeypatch.setattr(bench, "open", _fake_open(CPUINFO, []), raising=False)
     monkeypatch.setattr(os, "cpu_count", lambda: 6)
@@ -596,7 +612,7 @@ def test_run_restores_the_callers_thread_count(scripted_run, monkeypatch):
     bench.run(quick=True, threads=target, print_fn=lambda line: None)
     assert scripted_run["threads"] == target and torch.get_num_threads() == before
 
-    def fails(sizes, compile_model):
+    def fails(sizes, compile_model, device, bf16):
         assert torch.get_num_threads() == target
         raise RuntimeError("a measurement failed")
 
@@ -636,7 +652,7 @@ def scripted_main(monkeypatch):
 def test_main_passes_its_arguments_on(scripted_main, argv, want):
     calls, _ = scripted_main
     assert bench.main(argv) is ROWS
-    assert calls == [(want, {})]
+    assert calls == [(want, {"device": "cpu", "bf16": False})]
 
 
 @pytest.mark.parametrize("threads", ["0", "-2"])
@@ -658,13 +674,15 @@ def test_main_help_names_every_option(scripted_main, capsys, monkeypatch):
     assert exit_.value.code == 0
     out = capsys.readouterr().out
     assert out.startswith(
-        "usage: python -m course.bench [-h] [--quick] [--threads THREADS] [--compile]\n"
-        "\nmake bench\n"
+        "usage: python -m course.bench [-h] [--quick] [--threads THREADS] [--compile] "
+        "[--device DEVICE] [--bf16]\n\nmake bench\n"
     )
     for help_text in (
         "tiny sizes: a smoke test in seconds",
         "torch threads (default: every core, os.cpu_count())",
         "add a torch.compile row (compiles C++ first: minutes)",
+        "cpu (default) or cuda: where to run",
+        "training steps under bf16 autocast (torch.autocast)",
     ):
         assert help_text in out
 

@@ -84,6 +84,7 @@ def test_the_task_defaults_are_the_measured_ones():
         clip_norm=1.0,
         checkpoint_every=200,
         eval_batch_size=500,
+        bf16=True,
     )
     scan = {**common, "steps": 6000, "checkpoint_every": 500}
     assert CONFIGS == {
@@ -214,7 +215,7 @@ def test_an_unknown_setting_is_quoted_back():
     with pytest.raises(UsageError) as error:
         _parse_override("depth=3", dict(CONFIGS["reverse"]))
     message = str(error.value)
-    assert "KEY one of: batch_size, checkpoint_every, clip_norm, d_ff" in message
+    assert "KEY one of: batch_size, bf16, checkpoint_every, clip_norm, d_ff" in message
     assert message.endswith("got 'depth=3'")
 
 
