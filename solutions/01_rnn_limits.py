@@ -308,12 +308,31 @@ for n in [16, 64, 256, 1024]:
 # Steps between the first and the last position, for each kind of layer: the recurrent
 # path grows with $n$, the contiguous convolution's with $n / (k - 1)$, the dilated one's
 # with $\log_k(n)$, and attention's is one step at every length.
+#
+# These are not made-up layers: before the Transformer, three well-known translation models
+# were built from convolutions to get rid of the recurrence, the **Extended Neural GPU**
+# (Kaiser and Bengio, 2016), **ByteNet** (Kalchbrenner et al., 2017) and **ConvS2S** (Gehring
+# et al., 2017). All of them compute every position at once. But to relate two positions,
+# ConvS2S stacks contiguous kernels, so the number of operations grows *linearly* with the
+# distance (the `conv k=3` column above), and ByteNet dilates its kernels, so it grows
+# *logarithmically* (the `dilated k=3` column). The Transformer makes it a constant, one
+# attention step, at a price the paper names: a position that averages over many others
+# blurs what it reads, which the several heads of lesson 04 counteract.
 
 # %% [markdown]
 # ## 5. Distance: the gradient fades on the way
 #
 # Information from $x_1$ reaches $h_T$ only through $h_2, h_3, \dots$: a path of $T-1$ steps.
 # In attention, every position reads every other directly: a path of 1 step.
+#
+# Language needs both short and long paths. Many words that belong together sit side by
+# side: in "tasty pizza" the adjective and its noun are one step apart. Others do not. In
+# "The chef who ran to the stores was out of food", the verb *was* is singular because of
+# *chef*, and a relative clause stands between them: six steps for an RNN, with the plural
+# *stores* right next to the verb as a decoy. For an RNN to get *was* right, what it read at
+# *chef* must survive six updates of its state; a longer clause makes that ten or thirty. The
+# distances measured below, 1 to 59 steps, are those of "tasty pizza" and of ever longer
+# clauses.
 #
 # Long paths hurt learning. To learn from what happened at position $t$, training needs the
 # gradient $\partial h_T / \partial x_t$, and the chain rule multiplies one factor per step:

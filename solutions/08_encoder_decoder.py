@@ -16,10 +16,11 @@
 #    `torch.nn.TransformerDecoderLayer`;
 # 4. train with *teacher forcing*: the target shifted right, one forward pass for every
 #    position at once, and check that it equals decoding one step at a time;
-# 5. assemble the full model, `course.transformer.Transformer`, and build BERT-, GPT- and
-#    T5-style models from the same layers in a few lines each;
-# 6. watch an ambiguous word's vector become more context-dependent layer by layer;
-# 7. rebuild the paper's base and big models and count their parameters against the
+# 5. assemble the full model yourself, `EncoderDecoder`, equal to the course's
+#    `course.transformer.Transformer`;
+# 6. build BERT-, GPT- and T5-style models from the same layers in a few lines each;
+# 7. watch an ambiguous word's vector become more context-dependent layer by layer;
+# 8. rebuild the paper's base and big models and count their parameters against the
 #    paper's 65 and 213 million.
 
 # %%
@@ -414,29 +415,166 @@ print(f"the loss over all {T} positions, one pass: {loss_one_pass:.4f}, prefix b
 # (lesson 09's greedy and beam search); the encoder still runs once.
 
 # %% [markdown]
-# ## 5. The whole model: `course.transformer.Transformer`
+# ## 5. Exercise: assemble the whole model, `EncoderDecoder`
+#
+# Every part of the drawing in section 2 exists now; what is left is the wiring around the
+# two stacks of layers. Read the drawing from the bottom, with $B$ sentence pairs, a source
+# of $T_{src}$ tokens and a target of $T_{tgt}$:
+#
+# 1. **Embeddings, scaled.** Each side looks its token ids up in its own table,
+#    `nn.Embedding(vocab, d_model)`: $(B, T) \to (B, T, d_{model})$. The paper multiplies
+#    the looked-up vectors by $\sqrt{d_{model}}$ (§3.4); lesson 05 (section 6) measured how
+#    this factor sets the balance between a token's vector and its position's.
+# 2. **Positions, then dropout.** Add the sinusoidal table's first $T$ rows, `pe[:T]`
+#    $(T, d_{model})$, which broadcasts over the batch; then dropout on the *sum*: "we apply
+#    dropout to the sums of the embeddings and the positional encodings in both the encoder
+#    and decoder stacks" (§5.4). Adding the positions after the dropout would leave them
+#    untouched while the words are dropped: a different model.
+# 3. **The masks, from `pad_id`.** The source's padding mask, `padding_mask(src, pad_id)`
+#    $(B, 1, 1, T_{src})$, goes to every encoder layer *and* to every cross-attention:
+#    in both, the keys are source positions. The decoder's self-attention gets causal &
+#    target padding, `decoder_mask(tgt, pad_id)` $(B, 1, T_{tgt}, T_{tgt})$. No causal mask
+#    in the encoder: it reads the whole source at once.
+# 4. **The two stacks.** $N$ encoder layers, each reading the previous one's output; the last
+#    output is the memory $(B, T_{src}, d_{model})$. Then $N$ decoder layers, each reading
+#    the previous one's output *and the same memory*.
+# 5. **The final norms, in pre-LN only.** A pre-LN layer never normalises its residual
+#    stream (lesson 07), so a pre-LN stack ends with one `LayerNorm`: `encoder_norm` on the
+#    memory, `decoder_norm` before the output layer. A post-LN layer ends with its own Add &
+#    Norm already, so the paper's model has none (`None`).
+# 6. **The output layer.** `nn.Linear(d_model, tgt_vocab)` turns each target position's
+#    vector into one score per word: the logits $(B, T_{tgt}, \text{tgt\_vocab})$. No
+#    softmax: the loss takes logits (lesson 09).
+# 7. **Tied embeddings, when asked.** `nn.Embedding(V, d_model).weight` and
+#    `nn.Linear(d_model, V).weight` are both $(V, d_{model})$: one matrix can do both jobs,
+#    a row read for each input token, a dot product with every row for the output scores.
+#    With `tie_embeddings=True` (one vocabulary for both languages, as in the paper) the
+#    three places hold **one** `nn.Parameter`: assign it, `self.out.weight =
+#    self.src_embed.weight`. Copying its values (`.data`, `.copy_()`) would tie nothing:
+#    the copies would learn apart.
+#
+# The contract of `EncoderDecoder(src_vocab, tgt_vocab, d_model=512, n_heads=8, n_layers=6,
+# d_ff=2048, dropout=0.1, norm_first=False, max_len=5000, pad_id=0, tie_embeddings=False)`,
+# `forward(src, tgt) -> logits`. The names matter: the checker copies known weights into
+# them.
+#
+# | attribute | what it is |
+# |---|---|
+# | `src_embed`, `tgt_embed` | given: plain `nn.Embedding(vocab, d_model)` tables (the scaling is yours) |
+# | `pe` | given: the sinusoidal table $(\text{max\_len}, d_{model})$, a buffer (not learned) |
+# | `dropout` | given: one `nn.Dropout(dropout)`, for both sides |
+# | `encoder_layers`, `decoder_layers` | `nn.ModuleList`s of `n_layers` of the course's `EncoderLayer` and `DecoderLayer(d_model, n_heads, d_ff, dropout, norm_first)`, a new layer each time |
+# | `encoder_norm`, `decoder_norm` | `LayerNorm(d_model)` when `norm_first`, else `None` |
+# | `out` | `nn.Linear(d_model, tgt_vocab)`; when tying, its `weight` *is* `src_embed.weight`, and so is `tgt_embed.weight` |
+#
+# The layers are the course's (`course.layers`), so that this exercise does not depend on
+# your `DecoderLayer` above. Split the work as the skeleton suggests: `embed` for steps
+# 1-2, `encode` and `decode` for the stacks, `forward` for the masks. Only `forward` is
+# checked; `encode` and `decode` are how lesson 09's decoding will call a model.
+
+# %%
+import math  # noqa: F401 (for your answer)
+
+from course import layers as reference
+from course.positional import sinusoidal_encoding
+
+
+class EncoderDecoder(nn.Module):
+    def __init__(self, src_vocab, tgt_vocab, d_model=512, n_heads=8, n_layers=6, d_ff=2048,
+                 dropout=0.1, norm_first=False, max_len=5000, pad_id=0, tie_embeddings=False):
+        super().__init__()
+        self.d_model, self.pad_id = d_model, pad_id
+        self.src_embed = nn.Embedding(src_vocab, d_model)              # (src_vocab, d_model)
+        self.tgt_embed = nn.Embedding(tgt_vocab, d_model)              # (tgt_vocab, d_model)
+        self.register_buffer("pe", sinusoidal_encoding(max_len, d_model), persistent=False)
+        self.dropout = nn.Dropout(dropout)
+        # the stacks, the final norms (pre-LN only), the output layer, the tying
+        ### BEGIN SOLUTION
+        layer_args = (d_model, n_heads, d_ff, dropout, norm_first)
+        self.encoder_layers = nn.ModuleList(
+            [reference.EncoderLayer(*layer_args) for _ in range(n_layers)])
+        self.decoder_layers = nn.ModuleList(
+            [reference.DecoderLayer(*layer_args) for _ in range(n_layers)])
+        self.encoder_norm = LayerNorm(d_model) if norm_first else None
+        self.decoder_norm = LayerNorm(d_model) if norm_first else None
+        self.out = nn.Linear(d_model, tgt_vocab)                       # weight (tgt_vocab, d_model)
+        if tie_embeddings:                                             # one Parameter, three uses
+            self.tgt_embed.weight = self.src_embed.weight
+            self.out.weight = self.src_embed.weight
+        ### END SOLUTION
+
+    def embed(self, table, tokens):
+        """tokens (B, T) -> dropout(table(tokens) * sqrt(d_model) + pe[:T]), (B, T, d_model)."""
+        ### BEGIN SOLUTION
+        x = table(tokens) * math.sqrt(self.d_model)                   # (B, T) -> (B, T, d_model)
+        return self.dropout(x + self.pe[: tokens.shape[1]])            # + (T, d_model), then drop
+        ### END SOLUTION
+
+    def encode(self, src, src_mask):
+        """src (B, T_src), src_mask (B, 1, 1, T_src) -> memory (B, T_src, d_model)."""
+        ### BEGIN SOLUTION
+        x = self.embed(self.src_embed, src)                            # (B, T_src, d_model)
+        for layer in self.encoder_layers:
+            x = layer(x, src_mask)                                     # (B, T_src, d_model)
+        return x if self.encoder_norm is None else self.encoder_norm(x)
+        ### END SOLUTION
+
+    def decode(self, tgt, memory, src_mask):
+        """tgt (B, T_tgt), memory (B, T_src, d_model), src_mask -> logits (B, T_tgt, tgt_vocab)."""
+        ### BEGIN SOLUTION
+        tgt_mask = decoder_mask(tgt, self.pad_id)                      # (B, 1, T_tgt, T_tgt)
+        y = self.embed(self.tgt_embed, tgt)                            # (B, T_tgt, d_model)
+        for layer in self.decoder_layers:
+            y = layer(y, memory, tgt_mask, src_mask)                   # (B, T_tgt, d_model)
+        if self.decoder_norm is not None:
+            y = self.decoder_norm(y)
+        return self.out(y)                                             # (B, T_tgt, tgt_vocab)
+        ### END SOLUTION
+
+    def forward(self, src, tgt):
+        """src (B, T_src), tgt (B, T_tgt) token ids -> logits (B, T_tgt, tgt_vocab)."""
+        ### BEGIN SOLUTION
+        src_mask = padding_mask(src, self.pad_id)                      # (B, 1, 1, T_src)
+        memory = self.encode(src, src_mask)                            # (B, T_src, d_model)
+        return self.decode(tgt, memory, src_mask)                      # (B, T_tgt, tgt_vocab)
+        ### END SOLUTION
+
+
+# %% [markdown]
+# The checker builds your class post-LN and pre-LN, tied and untied, copies the course
+# model's random weights into it, and compares the logits and the gradient of every
+# parameter with `course.transformer.Transformer`'s: on padded sources and targets, with
+# `pad_id` 0 and not 0, a batch of one in float64. Then it replaces every layer by one that
+# returns its input and records what it was given, to see in training mode exactly where
+# your model drops: on the sum of embeddings and positions, on both sides, and nowhere else.
+
+# %%
+assembly_ok = check.EncoderDecoder(EncoderDecoder)
+
+# %% [markdown]
+# ### The course's model: `course.transformer.Transformer`
 #
 # `Transformer(src_vocab, tgt_vocab, d_model=512, n_heads=8, n_layers=6, d_ff=2048,
-# dropout=0.1, norm_first=False, max_len=5000, pad_id=0, tie_embeddings=False)` is the
-# drawing of section 2 in code:
+# dropout=0.1, norm_first=False, max_len=5000, pad_id=0, tie_embeddings=False)` is the same
+# model, with a few conveniences:
 #
-# - `src_embed`, `tgt_embed`: lesson 05's `TokenEmbedding` (multiplied by
-#   $\sqrt{d_{model}}$), and `pos`, its `PositionalEncoding`, shared by both sides;
-# - `encoder_layers`, `decoder_layers`: `n_layers` of lesson 07's `EncoderLayer` and of
-#   this lesson's `DecoderLayer`;
-# - `encoder_norm`, `decoder_norm`: one final LayerNorm per stack for pre-LN (whose layers
-#   never normalise the stream itself), `None` for the paper's post-LN (whose every layer
-#   ends with one). `torch.nn.Transformer` adds them in both cases: one reason to compare
-#   with it carefully, and the course's tests do, with its final norms removed for post-LN;
-# - `out`: `nn.Linear(d_model, tgt_vocab)`, the scores over the target vocabulary;
-# - `encode(src, src_mask)` returns the memory; `decode(tgt, memory, src_mask, tgt_mask)`
-#   the logits; `forward(src, tgt)` both. Without masks it builds them from `pad_id`:
-#   `padding_mask(src)` for the encoder and the cross-attention, `decoder_mask(tgt)`
-#   (causal & padding) for the decoder;
-# - every matrix starts Xavier-uniform, as `torch.nn.Transformer`'s layers do (the paper does
-#   not say how it initialised).
+# - `src_embed`, `tgt_embed` are lesson 05's `TokenEmbedding` (the table in `.embedding`,
+#   multiplied by $\sqrt{d_{model}}$ inside), and `pos` its `PositionalEncoding` (adds the
+#   table, then drops), shared by both sides;
+# - `encode(src, src_mask=None)` and `decode(tgt, memory, src_mask=None, tgt_mask=None)`
+#   build the masks from `pad_id` when none are given, and check their inputs (token ids in
+#   the vocabulary, no longer than `max_len`);
+# - every matrix starts Xavier-uniform, as `torch.nn.Transformer`'s layers do (the paper
+#   does not say how it initialised; the checker copied its weights into yours, so your
+#   class did not need to);
+# - `torch.nn.Transformer` always ends both stacks with a LayerNorm, also in post-LN: one
+#   reason to compare with it carefully, and the course's tests do, with its final norms
+#   removed for post-LN.
 #
-# A padded batch of two sentence pairs:
+# A padded batch of two sentence pairs, through the model of section 4. Its state dict
+# differs from yours in one place, the tables' names (`src_embed.embedding.weight` there,
+# `src_embed.weight` here), so your class, if it passed, can load its weights and must give
+# the same logits:
 
 # %%
 src = torch.tensor([[ids[w] for w in ["le", "chat", "s'est", "assis", "<eos>"]],
@@ -450,6 +588,18 @@ print("memory:", tuple(memory.shape), " logits:", tuple(logits.shape))
 print("the masks it built: source padding", tuple(padding_mask(src, model.pad_id).shape),
       " decoder", tuple(decoder_mask(tgt_in, model.pad_id).shape))
 print(f"{sum(p.numel() for p in model.parameters()):,} parameters")
+
+# %%
+if assembly_ok:
+    yours = EncoderDecoder(len(words), len(words), d_model=32, n_heads=4, n_layers=2, d_ff=64,
+                           pad_id=ids["<pad>"]).eval()
+    weights = {name.replace(".embedding.", "."): value for name, value in model.state_dict().items()}
+    yours.load_state_dict(weights)
+    with torch.no_grad():
+        print("your EncoderDecoder gives the course model's logits:",
+              torch.allclose(yours(src, tgt_in), logits, atol=1e-5))
+else:
+    print("your EncoderDecoder has not passed its checker yet: this comparison waits for it")
 
 # %% [markdown]
 # ## 6. One set of layers, three kinds of model

@@ -32,6 +32,7 @@ from course import (
     positional,
     rnn,
     tatoeba,
+    transformer,
 )
 from course.check import EXERCISES
 
@@ -49,6 +50,7 @@ REFERENCES = {
     "LayerNorm": layers.LayerNorm,  # lesson 07
     "EncoderLayer": layers.EncoderLayer,  # lesson 07
     "DecoderLayer": layers.DecoderLayer,  # lesson 08
+    "EncoderDecoder": transformer.Transformer,  # lesson 08: the whole model, assembled
     "greedy_decode": decoding.greedy_decode,  # lesson 09
     "kv_cache_attention": efficient.kv_cache_attention,  # lesson 10
     "grouped_split": tatoeba.grouped_split,  # lesson 11

@@ -47,6 +47,7 @@ from course.check._framework import (
     noncontiguous,
     randn,
 )
+from course.check.assembly import check_encoder_decoder
 from course.check.layers import (
     _D_MODEL,
     _build,
@@ -70,7 +71,7 @@ from course.check.layers import (
     final_norm_mistake,
 )
 
-__all__ = ["DecoderLayer"]
+__all__ = ["DecoderLayer", "EncoderDecoder"]
 
 _B, _T_TGT, _T_SRC = 2, 5, 7  # every size differs from d_model=12, h=3, d_ff=20
 _SUBLAYERS = {"self": "masked self-attention", "cross": "cross-attention", "ff": "feed-forward"}
@@ -574,3 +575,13 @@ def _check_dropout(candidate, gen, norm_first: bool) -> None:
     x, memory = randn(gen, 4, 16, _D_MODEL), randn(gen, 4, 9, _D_MODEL)
     value = randn(gen, 4, 16, _D_MODEL)  # what the replaced sublayer returns
     _expect_residual_dropout(_DECODER, candidate, gen, norm_first, p, value, x, memory)
+
+
+# ------------------------------------------------- EncoderDecoder: the whole model ----------
+
+
+@exercise("EncoderDecoder")
+def EncoderDecoder(candidate) -> str:
+    """Lesson 08's assembly exercise; the checks live in course.check.assembly."""
+    with _one_thread():
+        return _seeded(check_encoder_decoder, candidate)

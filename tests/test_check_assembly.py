@@ -1,0 +1,645 @@
+"""Lesson 08's assembly exercise: check.EncoderDecoder accepts every correct model and
+names each usual mistake.
+
+Each wrong answer below is one a learner really writes when assembling the Transformer
+from the course's parts; each test asserts the checker returns False *and* prints the
+diagnosis for that mistake, on one verdict line. The correct answers are written in other
+ways than the lesson's (loops, masks by hand, torch's LayerNorm, the course's
+TokenEmbedding and PositionalEncoding, F.dropout) and must pass.
+"""
+
+import math
+
+import pytest
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from course import check
+from course.check import assembly as diagnoses
+from course.layers import DecoderLayer, EncoderLayer, LayerNorm
+from course.masking import causal_mask, decoder_mask, padding_mask
+from course.positional import PositionalEncoding, TokenEmbedding, sinusoidal_encoding
+from course.transformer import Transformer
+
+
+class Good(nn.Module):
+    """The lesson's answer; each mistake below changes one thing."""
+
+    def __init__(
+        self,
+        src_vocab,
+        tgt_vocab,
+        d_model=512,
+        n_heads=8,
+        n_layers=6,
+        d_ff=2048,
+        dropout=0.1,
+        norm_first=False,
+        max_len=5000,
+        pad_id=0,
+        tie_embeddings=False,
+    ):
+        super().__init__()
+        self.d_model, self.n_heads, self.pad_id = d_model, n_heads, pad_id
+        self.src_embed = nn.Embedding(src_vocab, d_model)
+        self.tgt_embed = nn.Embedding(tgt_vocab, d_model)
+        self.register_buffer("pe", sinusoidal_encoding(max_len, d_model), persistent=False)
+        self.dropout = nn.Dropout(dropout)
+        self.build(d_model, n_heads, n_layers, d_ff, dropout, norm_first)
+        self.out = nn.Linear(d_model, tgt_vocab)
+        if tie_embeddings:
+            self.tie()
+
+    def build(self, d_model, n_heads, n_layers, d_ff, dropout, norm_first):
+        args = (d_model, n_heads, d_ff, dropout, norm_first)
+        self.encoder_layers = nn.ModuleList([EncoderLayer(*args) for _ in range(n_layers)])
+        self.decoder_layers = nn.ModuleList([DecoderLayer(*args) for _ in range(n_layers)])
+        self.encoder_norm = LayerNorm(d_model) if norm_first else None
+        self.decoder_norm = LayerNorm(d_model) if norm_first else None
+
+    def tie(self):
+        self.tgt_embed.weight = self.src_embed.weight
+        self.out.weight = self.src_embed.weight
+
+    def embed(self, table, tokens):
+        x = table(tokens) * math.sqrt(self.d_model)  # (B, T, d_model)
+        return self.dropout(x + self.pe[: tokens.shape[1]])
+
+    def masks(self, src, tgt):
+        return padding_mask(src, self.pad_id), decoder_mask(tgt, self.pad_id)
+
+    def encode(self, src, src_mask):
+        x = self.embed(self.src_embed, src)
+        for layer in self.encoder_layers:
+            x = layer(x, src_mask)
+        return x if self.encoder_norm is None else self.encoder_norm(x)
+
+    def final(self, y):
+        return y if self.decoder_norm is None else self.decoder_norm(y)
+
+    def decode(self, tgt, memory, tgt_mask, src_mask):
+        y = self.embed(self.tgt_embed, tgt)
+        for layer in self.decoder_layers:
+            y = layer(y, memory, tgt_mask, src_mask)
+        return self.out(self.final(y))
+
+    def forward(self, src, tgt):
+        src_mask, tgt_mask = self.masks(src, tgt)
+        return self.decode(tgt, self.encode(src, src_mask), tgt_mask, src_mask)
+
+
+# ------------------------------------------------------ correct alternatives ----------
+
+
+class LoopsAndHandMadeMasks(nn.Module):
+    """Layers appended in a loop, masks built with comparisons and tril, the scale written
+    d_model ** 0.5, F.dropout, torch's nn.LayerNorm for the final norms, everything in one
+    forward, the tie made through the target embedding."""
+
+    def __init__(
+        self,
+        src_vocab,
+        tgt_vocab,
+        d_model=512,
+        n_heads=8,
+        n_layers=6,
+        d_ff=2048,
+        dropout=0.1,
+        norm_first=False,
+        max_len=5000,
+        pad_id=0,
+        tie_embeddings=False,
+    ):
+        super().__init__()
+        self.p, self.pad, self.d = dropout, pad_id, d_model
+        self.src_embed = nn.Embedding(src_vocab, d_model)
+        self.tgt_embed = nn.Embedding(tgt_vocab, d_model)
+        self.register_buffer("pe", sinusoidal_encoding(max_len, d_model), persistent=False)
+        self.encoder_layers, self.decoder_layers = nn.ModuleList(), nn.ModuleList()
+        for _ in range(n_layers):
+            self.encoder_layers.append(EncoderLayer(d_model, n_heads, d_ff, dropout, norm_first))
+            self.decoder_layers.append(DecoderLayer(d_model, n_heads, d_ff, dropout, norm_first))
+        self.encoder_norm = nn.LayerNorm(d_model) if norm_first else None
+        self.decoder_norm = nn.LayerNorm(d_model) if norm_first else None
+        self.out = nn.Linear(d_model, tgt_vocab)
+        if tie_embeddings:
+            self.tgt_embed.weight = self.src_embed.weight
+            self.out.weight = self.tgt_embed.weight
+
+    def forward(self, src, tgt):
+        B, S = src.shape
+        T = tgt.shape[1]
+        src_mask = (src != self.pad).view(B, 1, 1, S)
+        future = torch.tril(torch.ones(T, T, dtype=torch.bool))
+        tgt_mask = (tgt != self.pad)[:, None, None, :] & future[None, None]
+        x = self.src_embed(src) * self.d**0.5 + self.pe[:S].unsqueeze(0)
+        x = F.dropout(x, self.p, self.training)
+        for layer in self.encoder_layers:
+            x = layer(x, mask=src_mask)
+        if self.encoder_norm is not None:
+            x = self.encoder_norm(x)
+        y = F.dropout(self.tgt_embed(tgt) * self.d**0.5 + self.pe[:T], self.p, self.training)
+        for layer in self.decoder_layers:
+            y = layer(y, x, tgt_mask=tgt_mask, memory_mask=src_mask)
+        if self.decoder_norm is not None:
+            y = self.decoder_norm(y)
+        return self.out(y)
+
+
+class CourseEmbeddings(nn.Module):
+    """The course's TokenEmbedding (scaled inside) and PositionalEncoding (adds, then
+    drops), as course.transformer.Transformer is built; the stacks walked by helpers."""
+
+    def __init__(
+        self,
+        src_vocab,
+        tgt_vocab,
+        d_model=512,
+        n_heads=8,
+        n_layers=6,
+        d_ff=2048,
+        dropout=0.1,
+        norm_first=False,
+        max_len=5000,
+        pad_id=0,
+        tie_embeddings=False,
+    ):
+        super().__init__()
+        self.pad_id = pad_id
+        self.src_embed = TokenEmbedding(src_vocab, d_model)
+        self.tgt_embed = TokenEmbedding(tgt_vocab, d_model)
+        self.pos = PositionalEncoding(d_model, max_len, dropout)
+        layer = (d_model, n_heads, d_ff, dropout, norm_first)
+        self.encoder_layers = nn.ModuleList(EncoderLayer(*layer) for _ in range(n_layers))
+        self.decoder_layers = nn.ModuleList(DecoderLayer(*layer) for _ in range(n_layers))
+        self.encoder_norm = self.decoder_norm = None
+        if norm_first:
+            self.encoder_norm, self.decoder_norm = LayerNorm(d_model), LayerNorm(d_model)
+        self.out = nn.Linear(d_model, tgt_vocab)
+        if tie_embeddings:
+            shared = self.src_embed.embedding.weight
+            self.tgt_embed.embedding.weight = shared
+            self.out.weight = shared
+
+    def forward(self, src, tgt):
+        memory_mask = padding_mask(src, self.pad_id)
+        self_mask = padding_mask(tgt, self.pad_id) & causal_mask(tgt.shape[1])
+        memory = self.pos(self.src_embed(src))
+        for layer in self.encoder_layers:
+            memory = layer(memory, memory_mask)
+        if self.encoder_norm:
+            memory = self.encoder_norm(memory)
+        y = self.pos(self.tgt_embed(tgt))
+        for layer in self.decoder_layers:
+            y = layer(y, memory, self_mask, memory_mask)
+        return self.out(self.decoder_norm(y) if self.decoder_norm else y)
+
+
+class ScaleAsATensorMasksByLogicalAnd(Good):
+    """The table indexed directly (weight[tokens]), the scale a 0-d tensor in the table's
+    dtype, the masks through torch.ne and torch.logical_and."""
+
+    def embed(self, table, tokens):
+        scale = torch.tensor(self.d_model, dtype=table.weight.dtype).sqrt()
+        return self.dropout(table.weight[tokens] * scale + self.pe[: tokens.shape[1]])
+
+    def masks(self, src, tgt):
+        T = tgt.shape[1]
+        causal = torch.ones(T, T).tril().bool()
+        keys = torch.ne(tgt, self.pad_id).unsqueeze(1).unsqueeze(1)
+        return torch.ne(src, self.pad_id)[:, None, None], torch.logical_and(keys, causal)
+
+
+RIGHT = [
+    Good,
+    LoopsAndHandMadeMasks,
+    CourseEmbeddings,
+    ScaleAsATensorMasksByLogicalAnd,
+    Transformer,
+]
+
+
+@pytest.mark.parametrize("answer", RIGHT, ids=[a.__name__ for a in RIGHT])
+def test_correct_answers_pass(answer, verdict):
+    passed, printed = verdict(check.EncoderDecoder, answer)
+    assert passed is True and "✅ EncoderDecoder: passed" in printed, printed
+
+
+# ------------------------------------------------------------ wrong answers ----------
+
+
+class Stub(nn.Module):
+    def __init__(
+        self,
+        src_vocab,
+        tgt_vocab,
+        d_model=512,
+        n_heads=8,
+        n_layers=6,
+        d_ff=2048,
+        dropout=0.1,
+        norm_first=False,
+        max_len=5000,
+        pad_id=0,
+        tie_embeddings=False,
+    ):
+        super().__init__()
+        # YOUR CODE HERE
+        raise NotImplementedError
+
+    def forward(self, src, tgt):
+        # YOUR CODE HERE
+        raise NotImplementedError
+
+
+class DecodeStub(Good):
+    def decode(self, tgt, memory, tgt_mask, src_mask):
+        # YOUR CODE HERE
+        raise NotImplementedError
+
+
+class NoScale(Good):
+    def embed(self, table, tokens):
+        return self.dropout(table(tokens) + self.pe[: tokens.shape[1]])
+
+
+class ScaleSqrtDk(Good):
+    def embed(self, table, tokens):
+        d_k = self.d_model // self.n_heads
+        return self.dropout(table(tokens) * math.sqrt(d_k) + self.pe[: tokens.shape[1]])
+
+
+class NoPositions(Good):
+    def embed(self, table, tokens):
+        return self.dropout(table(tokens) * math.sqrt(self.d_model))
+
+
+class PositionsScaledToo(Good):
+    def embed(self, table, tokens):
+        x = table(tokens) + self.pe[: tokens.shape[1]]
+        return self.dropout(x * math.sqrt(self.d_model))
+
+
+class PositionsAfterDropout(Good):
+    def embed(self, table, tokens):
+        x = self.dropout(table(tokens) * math.sqrt(self.d_model))
+        return x + self.pe[: tokens.shape[1]]
+
+
+class NoEmbeddingDropout(Good):
+    def embed(self, table, tokens):
+        return table(tokens) * math.sqrt(self.d_model) + self.pe[: tokens.shape[1]]
+
+
+class DetachedEmbeddings(Good):
+    def embed(self, table, tokens):
+        return super().embed(table, tokens).detach()
+
+
+class CausalMaskMissing(Good):
+    def masks(self, src, tgt):
+        return padding_mask(src, self.pad_id), padding_mask(tgt, self.pad_id)
+
+
+class TargetPaddingMissing(Good):
+    def masks(self, src, tgt):
+        return padding_mask(src, self.pad_id), causal_mask(tgt.shape[1])
+
+
+class CausalMaskOnTheEncoder(Good):
+    def encode(self, src, src_mask):
+        return super().encode(src, src_mask & causal_mask(src.shape[1]))
+
+
+class CrossAttentionWithoutSourcePadding(Good):
+    def decode(self, tgt, memory, tgt_mask, src_mask):
+        return super().decode(tgt, memory, tgt_mask, None)
+
+
+class TargetMaskAsMemoryMask(Good):
+    def decode(self, tgt, memory, tgt_mask, src_mask):
+        return super().decode(tgt, memory, tgt_mask, tgt_mask)
+
+
+class EncoderIgnoresPadding(Good):
+    def encode(self, src, src_mask):
+        return super().encode(src, None)
+
+
+class PadIdHardCodedZero(Good):
+    def masks(self, src, tgt):
+        return padding_mask(src, 0), decoder_mask(tgt, 0)
+
+
+class PreLNWithoutFinalNorms(Good):
+    def encode(self, src, src_mask):
+        x = self.embed(self.src_embed, src)
+        for layer in self.encoder_layers:
+            x = layer(x, src_mask)
+        return x  # <- encoder_norm built but never applied
+
+    def final(self, y):
+        return y
+
+
+class PreLNWithoutDecoderNorm(Good):
+    def final(self, y):
+        return y
+
+
+class PreLNNoNormModules(Good):
+    def build(self, d_model, n_heads, n_layers, d_ff, dropout, norm_first):
+        super().build(d_model, n_heads, n_layers, d_ff, dropout, norm_first)
+        self.encoder_norm = self.decoder_norm = None
+
+
+class PostLNWithFinalNorms(Good):
+    """Final norms always, as torch.nn.Transformer has them."""
+
+    def build(self, d_model, n_heads, n_layers, d_ff, dropout, norm_first):
+        super().build(d_model, n_heads, n_layers, d_ff, dropout, norm_first)
+        self.encoder_norm, self.decoder_norm = LayerNorm(d_model), LayerNorm(d_model)
+
+
+class PostLNFunctionalFinalNorm(Good):
+    def final(self, y):
+        return F.layer_norm(super().final(y), (self.d_model,))
+
+
+class Untied(Good):
+    def tie(self):
+        pass
+
+
+class TiedByCopyingValues(Good):
+    def tie(self):
+        self.tgt_embed.weight.data = self.src_embed.weight.data
+        self.out.weight.data = self.src_embed.weight.data
+
+
+class TiedWhenNotAsked(Good):
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        if self.src_embed.weight.shape == self.tgt_embed.weight.shape:
+            self.tie()
+
+
+class SoftmaxOnTheLogits(Good):
+    def forward(self, src, tgt):
+        return super().forward(src, tgt).softmax(dim=-1)
+
+
+class OneLayerRepeated(Good):
+    def build(self, d_model, n_heads, n_layers, d_ff, dropout, norm_first):
+        super().build(d_model, n_heads, n_layers, d_ff, dropout, norm_first)
+        args = (d_model, n_heads, d_ff, dropout, norm_first)
+        self.encoder_layers = nn.ModuleList([EncoderLayer(*args)] * n_layers)
+
+
+class LayersNotChained(Good):
+    def encode(self, src, src_mask):
+        x = self.embed(self.src_embed, src)
+        for layer in self.encoder_layers:
+            h = layer(x, src_mask)  # <- every layer reads the embeddings
+        return h if self.encoder_norm is None else self.encoder_norm(h)
+
+
+class LayersWithTheDefaultRate(Good):
+    def build(self, d_model, n_heads, n_layers, d_ff, dropout, norm_first):
+        super().build(d_model, n_heads, n_layers, d_ff, 0.1, norm_first)
+
+
+class LayersAlwaysPostLN(Good):
+    def build(self, d_model, n_heads, n_layers, d_ff, dropout, norm_first):
+        super().build(d_model, n_heads, n_layers, d_ff, dropout, False)
+        if norm_first:
+            self.encoder_norm, self.decoder_norm = LayerNorm(d_model), LayerNorm(d_model)
+
+
+class TargetEmbeddedWithSourceTable(Good):
+    def decode(self, tgt, memory, tgt_mask, src_mask):
+        y = self.embed(self.src_embed, tgt)
+        for layer in self.decoder_layers:
+            y = layer(y, memory, tgt_mask, src_mask)
+        return self.out(self.final(y))
+
+
+class PositionsLearned(Good):
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.pe = nn.Parameter(self.pe.clone())
+
+
+class MemoryDropped(Good):
+    def encode(self, src, src_mask):
+        return self.dropout(super().encode(src, src_mask))
+
+
+class ReturnsTheDecoderState(Good):
+    def decode(self, tgt, memory, tgt_mask, src_mask):
+        y = self.embed(self.tgt_embed, tgt)
+        for layer in self.decoder_layers:
+            y = layer(y, memory, tgt_mask, src_mask)
+        return self.final(y)  # <- self.out forgotten
+
+
+class BatchOfOneOnly(Good):
+    """The masks flattened as if there were one sentence."""
+
+    def masks(self, src, tgt):
+        src_mask = (src != self.pad_id).view(1, 1, 1, -1)
+        return src_mask, decoder_mask(tgt, self.pad_id)
+
+
+class CrashesInForward(Good):
+    def forward(self, src, tgt):
+        memory = self.encode(src, padding_mask(src, self.pad_id))
+        return memory @ self.out  # <- a module is not a matrix
+
+
+def _stacks(which):
+    return " and ".join(which)
+
+
+WRONG = {
+    NoScale: diagnoses.NO_SCALE,
+    ScaleSqrtDk: diagnoses.SCALE_D_K,
+    NoPositions: diagnoses.NO_POSITIONS,
+    PositionsScaledToo: diagnoses.POSITIONS_SCALED,
+    PositionsAfterDropout: diagnoses.POSITIONS_AFTER_DROPOUT,
+    NoEmbeddingDropout: diagnoses.NO_EMBEDDING_DROPOUT.format(side="source"),
+    DetachedEmbeddings: diagnoses.EMBEDDINGS_DETACHED,
+    CausalMaskMissing: diagnoses.NO_CAUSAL,
+    TargetPaddingMissing: diagnoses.NO_TGT_PADDING,
+    CausalMaskOnTheEncoder: diagnoses.CAUSAL_ENCODER,
+    CrossAttentionWithoutSourcePadding: diagnoses.NO_CROSS_MASK,
+    TargetMaskAsMemoryMask: diagnoses.TGT_AS_MEMORY_MASK.format(which="mask"),
+    EncoderIgnoresPadding: diagnoses.NO_SRC_PADDING_ENCODER,
+    PadIdHardCodedZero: diagnoses.WRONG_PAD_ID.format(used=0, pad_id=3),
+    PreLNWithoutFinalNorms: diagnoses.NO_FINAL_NORMS,
+    PreLNWithoutDecoderNorm: diagnoses.NO_DECODER_NORM,
+    PreLNNoNormModules: "in pre-LN (norm_first=True) the encoder ends with a LayerNorm",
+    PostLNWithFinalNorms: diagnoses.EXTRA_FINAL_NORM.format(which="the encoder's output"),
+    PostLNFunctionalFinalNorm: diagnoses.EXTRA_FINAL_NORM.format(which="the decoder's output"),
+    Untied: diagnoses.UNTIED.format(
+        which="self.tgt_embed.weight and self.out.weight are not src_embed's matrix"
+    ),
+    TiedByCopyingValues: "copying the values, .data or .copy_(), ties nothing",
+    TiedWhenNotAsked: diagnoses.TIED_UNASKED.format(which="src_embed and tgt_embed"),
+    SoftmaxOnTheLogits: diagnoses.SOFTMAX,
+    OneLayerRepeated: diagnoses.SAME_LAYER_REPEATED.format(
+        stack="encoder_layers", n=2, kind="EncoderLayer"
+    ),
+    LayersNotChained: diagnoses.LAYERS_NOT_CHAINED.format(stack="encoder"),
+    LayersWithTheDefaultRate: "drops at rate 0.1, but dropout=0.0 was asked",
+    LayersAlwaysPostLN: "is built with norm_first=False, but the model with norm_first=True",
+    TargetEmbeddedWithSourceTable: "the target in tgt_embed (tgt_vocab rows)",
+    PositionsLearned: "the sinusoidal table is a parameter (pe)",
+    MemoryDropped: diagnoses.MEMORY_DROPPED.format(norm=""),
+    ReturnsTheDecoderState: "has shape (2, 5, 12), expected (2, 5, 13)",
+    BatchOfOneOnly: "Check the masks' shapes",
+    CrashesInForward: "your code raised TypeError",
+}
+
+
+@pytest.mark.parametrize("answer", WRONG, ids=[a.__name__ for a in WRONG])
+def test_wrong_answers_are_named(answer, verdict):
+    passed, printed = verdict(check.EncoderDecoder, answer)
+    assert passed is False and printed.startswith("❌ EncoderDecoder: "), printed
+    assert WRONG[answer] in printed, printed
+
+
+@pytest.mark.parametrize("answer", [Stub, DecodeStub])
+def test_a_stub_is_not_implemented_yet(answer, verdict):
+    passed, printed = verdict(check.EncoderDecoder, answer)
+    assert passed is False and "⏳ EncoderDecoder: not implemented yet" in printed, printed
+
+
+def test_an_instance_is_explained(verdict):
+    passed, printed = verdict(check.EncoderDecoder, Good(11, 13, 12, 3, 2, 20))
+    assert passed is False and "pass the class itself" in printed, printed
+
+
+def test_the_exercise_belongs_to_lesson_08():
+    from course.check._framework import lesson_of
+
+    assert lesson_of("EncoderDecoder") == "08"
+
+
+def test_the_target_embedded_with_the_source_table_is_named_where_it_runs(verdict):
+    """With one vocabulary for both sides the mistake runs, and gives other numbers."""
+    from course.check.assembly import TGT_WITH_SRC_TABLE, _mistakes, _tokens, _variant
+
+    ref = Transformer(14, 14, 12, 3, 2, 20, 0.1, max_len=40).eval()
+    gen = torch.Generator().manual_seed(0)
+    src, tgt = _tokens(gen, [5, 3], 6, 14, 0), _tokens(gen, [4, 2], 4, 14, 0)
+    with torch.no_grad():
+        mistaken = _variant(ref, src, tgt, tgt_table="src_embed")
+        assert torch.equal(_mistakes(ref, src, tgt, False, False)[TGT_WITH_SRC_TABLE], mistaken)
+        assert not torch.allclose(mistaken, ref(src, tgt))
+
+
+# ------------------------------------------------ more of the same, one line each ----------
+
+
+class ScaleByDModel(Good):
+    def embed(self, table, tokens):
+        return self.dropout(table(tokens) * self.d_model + self.pe[: tokens.shape[1]])
+
+
+class NoMasksAtAll(Good):
+    def forward(self, src, tgt):
+        return self.decode(tgt, self.encode(src, None), None, None)
+
+
+class DecoderWithoutMask(Good):
+    def decode(self, tgt, memory, tgt_mask, src_mask):
+        return super().decode(tgt, memory, None, src_mask)
+
+
+class PreLNWithoutEncoderNorm(Good):
+    def encode(self, src, src_mask):
+        x = self.embed(self.src_embed, src)
+        for layer in self.encoder_layers:
+            x = layer(x, src_mask)
+        return x
+
+
+class FinalNormsSwapped(Good):
+    def encode(self, src, src_mask):
+        x = self.embed(self.src_embed, src)
+        for layer in self.encoder_layers:
+            x = layer(x, src_mask)
+        return x if self.decoder_norm is None else self.decoder_norm(x)
+
+    def final(self, y):
+        return y if self.encoder_norm is None else self.encoder_norm(y)
+
+
+class TargetNotDropped(Good):
+    def decode(self, tgt, memory, tgt_mask, src_mask):
+        y = self.tgt_embed(tgt) * math.sqrt(self.d_model) + self.pe[: tgt.shape[1]]
+        for layer in self.decoder_layers:
+            y = layer(y, memory, tgt_mask, src_mask)
+        return self.out(self.final(y))
+
+
+class LogitsDropped(Good):
+    def final(self, y):
+        return self.dropout(super().final(y))
+
+
+class DroppedBetweenLayers(Good):
+    def encode(self, src, src_mask):
+        x = self.embed(self.src_embed, src)
+        for layer in self.encoder_layers:
+            x = self.dropout(layer(x, src_mask))
+        return x if self.encoder_norm is None else self.encoder_norm(x)
+
+
+class DroppedTwice(Good):
+    def embed(self, table, tokens):
+        return self.dropout(super().embed(table, tokens))
+
+
+class DropoutAlsoInEval(Good):
+    """F.dropout's training argument defaults to True: it drops in eval mode too."""
+
+    def embed(self, table, tokens):
+        x = table(tokens) * math.sqrt(self.d_model) + self.pe[: tokens.shape[1]]
+        return F.dropout(x, self.dropout.p)
+
+
+class PositionsOfTheSourceLength(Good):
+    """The target gets the source's positions: right while T_src = T_tgt, a crash after."""
+
+    def forward(self, src, tgt):
+        self.length = src.shape[1]
+        return super().forward(src, tgt)
+
+    def embed(self, table, tokens):
+        x = table(tokens) * math.sqrt(self.d_model)
+        return self.dropout(x + self.pe[: self.length])
+
+
+MORE = {
+    PositionsOfTheSourceLength: "each side adds its own positions, pe[:T] with its own length",
+    DropoutAlsoInEval: "two calls give different outputs, so something is dropped in eval mode",
+    ScaleByDModel: diagnoses.SCALE_D_MODEL,
+    NoMasksAtAll: diagnoses.NO_MASKS,
+    DecoderWithoutMask: diagnoses.NO_DECODER_MASK,
+    PreLNWithoutEncoderNorm: diagnoses.NO_ENCODER_NORM,
+    FinalNormsSwapped: diagnoses.NORMS_SWAPPED,
+    TargetNotDropped: diagnoses.NO_EMBEDDING_DROPOUT.format(side="target"),
+    LogitsDropped: diagnoses.LOGITS_DROPPED.format(y="y"),
+    DroppedBetweenLayers: diagnoses.DROPOUT_BETWEEN_LAYERS.format(stack="encoder"),
+    DroppedTwice: diagnoses.DROPPED_TWICE.format(side="source"),
+}
+
+
+@pytest.mark.parametrize("answer", MORE, ids=[a.__name__ for a in MORE])
+def test_more_wrong_answers_are_named(answer, verdict):
+    passed, printed = verdict(check.EncoderDecoder, answer)
+    assert passed is False and printed.startswith("❌ EncoderDecoder: "), printed
+    assert MORE[answer] in printed, printed
