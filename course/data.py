@@ -67,6 +67,10 @@ Tasks (`TASKS`):
   with "jump": 13,204 / 7,706; the published train file has 14,670 lines because it
   repeats the bare "jump" to make up 10% of them). The last two are fixed: `seed` does
   not change them.
+- **fra-eng**, **fra-eng-full** (lesson 11): Tatoeba's French-English pairs, read from the
+  data directory (course.tatoeba); **lm-en** (lesson 12): that file's English side for a
+  language model, which `load_task("lm-en", seed)` returns as a course.lm.LMData (id
+  lists, no source side), not as a Task; it is not in TASKS.
 
 Vocabularies (`Vocab`) put the specials first, with the same ids everywhere: PAD_ID = 0
 ("<pad>"), BOS_ID = 1 ("<bos>"), EOS_ID = 2 ("<eos>"). `make_batches` yields teacher
@@ -81,9 +85,13 @@ import numbers
 import random
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import torch
 from torch import Tensor
+
+if TYPE_CHECKING:  # course.lm imports this module: only the annotation needs it
+    from course.lm import LMData
 
 PAD_ID, BOS_ID, EOS_ID = 0, 1, 2
 SPECIALS = ("<pad>", "<bos>", "<eos>")  # at ids PAD_ID, BOS_ID, EOS_ID
@@ -203,6 +211,10 @@ GENERATED_TASKS: tuple[str, ...] = (
 )
 REAL_TASKS: tuple[str, ...] = ("fra-eng", "fra-eng-full")  # Tatoeba's (course.tatoeba)
 TASKS: tuple[str, ...] = GENERATED_TASKS + REAL_TASKS
+# Lesson 12's language-modelling data: not a (source, target) Task, so not in TASKS (which
+# every translation model and test walks through); load_task("lm-en") returns a
+# course.lm.LMData instead.
+LM_TASKS: tuple[str, ...] = ("lm-en",)
 UNK = "<unk>"  # a real task's stand-in for a word its training split never had
 REAL_TEST_FRACTION = 0.1  # of fra-eng's pairs, in whole groups of one English sentence
 # fra-eng-full: 2% of 135,611 pairs is about 2,700 held out, the size of a WMT test set
@@ -498,18 +510,27 @@ def _fra_eng_full_task(seed: int) -> Task:
     )
 
 
-def load_task(name: str, seed: int = 0) -> Task:
-    """The task called `name` (one of TASKS), its random split drawn with `seed`.
+def load_task(name: str, seed: int = 0) -> Task | LMData:
+    """The task called `name` (one of TASKS, or "lm-en"), its random split drawn with `seed`.
 
     scan-length and scan-addjump are fixed splits: `seed` does not change them.
     fra-eng and fra-eng-full read the Tatoeba file (course.tatoeba), downloading it once
     when absent.
+
+    "lm-en" (lesson 12) is not a translation task: it returns a course.lm.LMData (the
+    English side of the same file as `<bos> BPE pieces <eos>` id lists, split and with a
+    vocabulary of its own), course.lm.load_lm_data(seed) with its defaults, not a Task.
     """
-    if name not in TASKS:
-        raise ValueError(f"unknown task {name!r}; the known tasks are: {', '.join(TASKS)}")
+    if name not in TASKS + LM_TASKS:
+        known = ", ".join(TASKS + LM_TASKS)
+        raise ValueError(f"unknown task {name!r}; the known tasks are: {known}")
     if isinstance(seed, bool) or not isinstance(seed, numbers.Integral):
         raise ValueError(f"seed must be an int, got {seed!r} ({type(seed).__name__})")
     seed = int(seed)
+    if name == "lm-en":
+        from course.lm import load_lm_data  # course.lm imports this module
+
+        return load_lm_data(seed)
     if name == "fra-eng":
         return _fra_eng_task(seed)
     if name == "fra-eng-full":

@@ -302,9 +302,24 @@ def test_load_task_leaves_the_global_random_state_alone():
 
 def test_unknown_task_lists_the_known_ones():
     known = "toy-translation, reverse, scan-simple, scan-length, scan-addjump, fra-eng, "
-    known += "fra-eng-full"
+    known += "fra-eng-full, lm-en"
     with raises(f"unknown task 'translate'; the known tasks are: {known}"):
         load_task("translate")
+
+
+def test_lm_en_is_lesson_12s_language_model_data():
+    """load_task("lm-en") is course.lm.load_lm_data(seed): an LMData, not a Task (on the
+    tests' generated sample of the Tatoeba file)."""
+    from course import lm
+
+    loaded = load_task("lm-en", seed=1)
+    assert isinstance(loaded, lm.LMData) and not isinstance(loaded, Task)
+    direct = lm.load_lm_data(seed=1)
+    assert (loaded.train, loaded.test) == (direct.train, direct.test)
+    assert loaded.train_text == direct.train_text and loaded.test_text == direct.test_text
+    assert "lm-en" not in TASKS  # not a (source, target) task
+    with raises("seed must be an int, got '0' (str)"):
+        load_task("lm-en", "0")
 
 
 @pytest.mark.parametrize(

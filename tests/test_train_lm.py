@@ -5,6 +5,7 @@ and a checkpoint that `python -m course.generate` reads."""
 import json
 
 import pytest
+import torch
 
 from course import lm, train
 from course.generate import main as generate_main
@@ -52,6 +53,7 @@ def test_generate_reads_its_checkpoint(run, capsys):
         (("--model", "tutorial-gru"), "is for the translation tasks"),
         (("--set", "depth=3"), "--set expects KEY=VALUE"),
         (("--set", "n_heads=3"), "the configuration cannot build a model"),
+        (("--set", "threads=-1"), "threads must be at least 0 (0: torch's default), got -1"),
     ],
 )
 def test_bad_settings_get_a_message(tmp_path, capsys, extra, message):
@@ -63,3 +65,13 @@ def test_bad_settings_get_a_message(tmp_path, capsys, extra, message):
 def test_the_task_is_a_choice_of_the_command_line_and_has_a_config():
     assert "lm-en" in train.TASKS and "lm-en" in train.CONFIGS
     assert train.CONFIGS["lm-en"]["time_budget"] <= 600
+
+
+def test_its_torch_threads_are_its_own(tmp_path, capsys):
+    """CONFIGS["lm-en"]["threads"] sets torch's threads for the run, and the caller gets
+    its own number back afterwards."""
+    before = torch.get_num_threads()
+    argv = ["--task", "lm-en", "--steps", "2", "--out", str(tmp_path), *TINY, "--set", "threads=3"]
+    assert train.main(argv) == 0
+    assert json.loads(capsys.readouterr().out.strip().splitlines()[-1])["threads"] == 3
+    assert torch.get_num_threads() == before
