@@ -1573,8 +1573,10 @@ MHA_VERDICTS = [
     ),
     (
         DropoutDrawnTwice,
-        "❌ MultiHeadAttention: the output on self-attention with dropout=0.5 in training mode is "
-        "not right: at index (2, 1, 1) you have 2.987, expected -3.377 (largest difference 6.36)",
+        "❌ MultiHeadAttention: with dropout=0.5 in training mode the output and self.attn come "
+        "from two different dropout draws (each call to dropout draws a new random mask): drop "
+        "the weights once, dropped = dropout(weights), keep dropped in self.attn and multiply "
+        "the same dropped weights by v",
     ),
     (
         EinsumQueryForKeys,

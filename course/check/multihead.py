@@ -668,7 +668,15 @@ def _check_dropout(candidate, gen) -> None:
             expect_shape(attn, kept_all.shape, f"self.attn after {what}")
             expect_dropout(attn, kept_all, p, f"self.attn after {what}")
             v = reference.split_heads(ref.w_v(x), n_heads)  # (B, h, T, d_k)
-            expect_close(trained, ref.w_o(reference.merge_heads(attn @ v)), f"the output on {what}")
+            from_attn = ref.w_o(reference.merge_heads(attn @ v))  # what self.attn gives
+            if not close(trained, from_attn) and _dropout_drawn_twice(candidate, p, what):
+                raise Mistake(
+                    f"with dropout={p} in training mode the output and self.attn come from two "
+                    "different dropout draws (each call to dropout draws a new random mask): "
+                    "drop the weights once, dropped = dropout(weights), keep dropped in "
+                    "self.attn and multiply the same dropped weights by v"
+                )
+            expect_close(trained, from_attn, f"the output on {what}")
             first = attn.clone()
             _run(module, x, x, x, None, what)
             expect_fresh_randomness(first, module.attn, f"self.attn after {what}")
@@ -686,6 +694,41 @@ def _weights_behind(module, ref, x, n_heads: int, what: str):
     v = reference.split_heads(ref.w_v(x), n_heads)  # (B, h, T, d_k), d_k = T: square
     weights = torch.linalg.solve(v, heads, left=False)  # weights @ v = heads
     return weights.masked_fill(weights.abs() < 1e-9, 0.0), heads
+
+
+def _dropout_drawn_twice(candidate, p: float, what: str) -> bool:
+    """Is the output computed from a correct dropout of the weights, and self.attn another,
+    different one (dropout called twice)? Read back as in `_check_dropout_behind_output`."""
+    d_model, n_heads, T = 48, 3, 16  # d_k = T = 16: the weights can be read back
+    gen = generator(7)
+    try:
+        ref = _reference(gen, d_model, n_heads).double()
+        module = _instantiate(candidate, d_model, n_heads, p)
+        _copy_weights(module, ref)
+        module.double().train()
+        x = randn(gen, 4, T, d_model, dtype=torch.float64)
+        with torch.no_grad():
+            ref(x, x, x)
+            kept_all = ref.attn  # (B, h, T, T), no dropout: ref is in eval mode
+            behind, _ = _weights_behind(module, ref, x, n_heads, what)
+        attn = getattr(module, "attn", None)
+    except Exception:  # noqa: BLE001 (any failure here: not this mistake)
+        return False
+
+    visible = kept_all > 1e-6  # weights too small to tell dropped from kept are left out
+
+    def a_drop(weights) -> bool:  # about p of them zero, the rest scaled by 1 / (1 - p)
+        if not isinstance(weights, torch.Tensor) or weights.shape != kept_all.shape:
+            return False
+        weights = weights.double()
+        kept = (weights != 0) & visible
+        rate_ok = abs(1 - float(kept[visible].double().mean()) - p) < 0.07
+        scaled = kept_all[kept] / (1 - p)
+        return rate_ok and torch.allclose(weights[kept], scaled, rtol=1e-6, atol=1e-9)
+
+    if not (a_drop(behind) and a_drop(attn)):
+        return False
+    return not torch.equal((behind != 0) & visible, (attn.double() != 0) & visible)
 
 
 def _check_dropout_behind_output(candidate, p: float, what: str) -> None:
