@@ -90,7 +90,7 @@ def test_the_task_defaults_are_the_measured_ones():
     assert CONFIGS == {
         "toy-translation": common,
         "reverse": {**common, "steps": 2000},
-        "scan-simple": scan,
+        "scan-simple": {**scan, "steps": 8000},
         "scan-length": scan,
         "scan-addjump": scan,
         "fra-eng": {
