@@ -11,3 +11,11 @@ One module per concept, in lesson order:
 """
 
 __version__ = "0.1.0"
+
+import torch as _torch  # noqa: E402
+
+from course.utils import course_threads as _course_threads  # noqa: E402
+
+# The thread policy (course.utils): one CPU thread unless $COURSE_THREADS or
+# $OMP_NUM_THREADS says otherwise, for every lesson, checker and training run alike.
+_torch.set_num_threads(_course_threads())

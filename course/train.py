@@ -74,7 +74,7 @@ from tqdm import tqdm
 from course.data import BOS_ID, EOS_ID, PAD_ID, TASKS, load_task, make_batches
 from course.decoding import greedy_decode
 from course.transformer import Transformer
-from course.utils import seed_everything
+from course.utils import course_threads, seed_everything, use_threads
 from course.utils import write_atomically as _write_atomically
 
 # Adam's moments as in the paper (section 5.3): beta2 = 0.98 instead of the usual 0.999
@@ -89,7 +89,9 @@ ADAM_EPS = 1e-9
 # factor), label_smoothing, clip_norm (0: off). Bookkeeping: checkpoint_every,
 # eval_batch_size. bf16: on a CUDA GPU, the forward pass and the loss run under bf16
 # autocast (torch.autocast: matmuls in bfloat16, the weights, gradients and Adam's moments
-# stay float32); the CPU ignores it and trains in float32.
+# stay float32); the CPU ignores it and trains in float32. threads: CPU threads for the
+# run, 0 for the course's policy (course.utils.course_threads: one, unless $COURSE_THREADS
+# or $OMP_NUM_THREADS says otherwise).
 #
 # toy-translation (`make train`): 600 steps of 64 sentences, about 5 epochs of its 8,000
 # training pairs. lr_factor 0.5 halves the paper's rate (peak 4.4e-3 at step 200 for
@@ -125,6 +127,7 @@ _COMMON = dict(
     checkpoint_every=200,
     eval_batch_size=500,
     bf16=True,
+    threads=0,
 )
 _SCAN = dict(steps=6000, checkpoint_every=500)
 # fra-eng (lesson 11, real sentences): trained for a time, not a number of steps
@@ -168,6 +171,7 @@ CONFIGS: dict[str, dict] = {
         "warmup": 400,
         "lr_factor": 1.0,
         "checkpoint_every": 500,
+        "threads": 2,  # its time budget's results were measured on two threads (README)
     },
     # fra-eng-full: 132,899 training pairs in pieces of one shared BPE vocabulary of 8,000
     # (course.data.FULL_VOCAB_SIZE), the embeddings tied as in the paper (§3.4), 20 minutes.
@@ -188,6 +192,7 @@ CONFIGS: dict[str, dict] = {
         "lr_factor": 1.0,
         "checkpoint_every": 500,
         "eval_batch_size": 250,
+        "threads": 2,  # as fra-eng
     },
 }
 # --model tutorial-gru: the PyTorch tutorial's model with the tutorial's own recipe (hidden
@@ -217,8 +222,9 @@ def _setting(config: dict, key: str):
 
 
 # What may differ between a checkpoint and the run that resumes it: how far to train and
-# how often to save change nothing in the steps that both take.
-RESUMABLE_CHANGES = ("steps", "checkpoint_every", "eval_batch_size")
+# how often to save change nothing in the steps that both take; the threads change only
+# the order of the sums (the last digits), and a checkpoint from before the setting has none.
+RESUMABLE_CHANGES = ("steps", "checkpoint_every", "eval_batch_size", "threads")
 CHECKPOINT = "checkpoint.pt"
 
 
@@ -888,11 +894,7 @@ def run(args: argparse.Namespace) -> dict | None:
     if args.task in LM_TASKS:  # lesson 12: a language model, its own loop (below)
         if getattr(args, "compile", False):
             raise UsageError(f"--compile is for the translation tasks, not --task {args.task}")
-        threads = torch.get_num_threads()  # its config may set them: restored for the caller
-        try:
-            return run_language_model(args)
-        finally:
-            torch.set_num_threads(threads)
+        return run_language_model(args)
     processes = Processes.from_environment()
     config = {**CONFIGS[args.task], **MODELS[args.model]}
     for text in args.set:
@@ -929,8 +931,17 @@ def run(args: argparse.Namespace) -> dict | None:
             f"processes: it must be at least {processes.world_size}, got {config['batch_size']}"
         )
     device = _resolve_device(args.device, processes)
-    with processes.group(device):
+    with use_threads(_threads(config)), processes.group(device):
         return _train_and_evaluate(args, config, device, processes)
+
+
+def _threads(config: dict) -> int:
+    """The CPU threads a run trains on: its `threads` setting, or for 0 (and a checkpoint's
+    configuration from before the setting) the course's policy, course_threads()."""
+    threads = config.get("threads", 0)
+    if isinstance(threads, bool) or not isinstance(threads, int) or threads < 0:
+        raise UsageError(f"threads must be an int, at least 0 (0: the course's), got {threads!r}")
+    return threads or course_threads()
 
 
 def _train_and_evaluate(
@@ -1091,7 +1102,7 @@ TASKS = (*TASKS, *LM_TASKS)  # the choices of --task
 # over 91,583 sentences, nothing to regularise yet), a short warm-up, then a constant rate.
 # One torch thread: the matrices of a model this small gain little from a second thread, and
 # on a shared machine two threads wait for each other (30 steps with another process on
-# the machine: 156 ms a step on one thread, 686 ms on two). threads=0 keeps torch's default.
+# the machine: 156 ms a step on one thread, 686 ms on two): the course's policy, threads=0.
 CONFIGS["lm-en"] = dict(
     d_model=128,
     n_heads=4,
@@ -1107,7 +1118,7 @@ CONFIGS["lm-en"] = dict(
     warmup=100,
     clip_norm=1.0,
     eval_batch_size=256,
-    threads=1,
+    threads=0,
 )
 LM_PROMPTS = ("I", "Tom", "Where is", "Can you")  # the examples in metrics.json
 
@@ -1138,7 +1149,6 @@ def _lm_training_batches(sequences: list, batch_size: int, seed: int) -> Iterato
 
 def run_language_model(args: argparse.Namespace) -> dict:
     """`python -m course.train --task lm-en`: train, measure perplexity, save; the metrics."""
-    from course import lm
 
     if args.resume:
         raise UsageError(f"--resume is not supported for {args.task}: train afresh")
@@ -1158,15 +1168,17 @@ def run_language_model(args: argparse.Namespace) -> dict:
             raise UsageError(f"{key} must be at least 1, got {config[key]}")
     if not config["time_budget"] >= 0 or not config["lr"] > 0 or not config["clip_norm"] >= 0:
         raise UsageError("time_budget and clip_norm must be at least 0, lr greater than 0")
-    if config["threads"] < 0:
-        raise UsageError(
-            f"threads must be at least 0 (0: torch's default), got {config['threads']}"
-        )
+    threads = _threads(config)
     device = _resolve_device(args.device, processes)
-    out = args.out if args.out is not None else Path("runs") / args.task
-    if config["threads"]:
-        torch.set_num_threads(config["threads"])
+    with use_threads(threads):
+        return _train_language_model(args, config, device)
 
+
+def _train_language_model(args: argparse.Namespace, config: dict, device: torch.device) -> dict:
+    """run_language_model()'s work once the configuration and the device are settled."""
+    from course import lm
+
+    out = args.out if args.out is not None else Path("runs") / args.task
     seed_everything(args.seed)
     data = lm.load_lm_data(seed=args.seed, vocab_size=config["vocab_size"])
     try:

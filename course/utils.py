@@ -1,5 +1,6 @@
-"""Small helpers every lesson uses: seeding, choosing a device, comparing, timing, the
-words of error messages, and writing a file so that no reader ever sees half of it."""
+"""Small helpers every lesson uses: seeding, choosing a device, the course's thread policy,
+comparing, timing, the words of error messages, and writing a file so that no reader ever
+sees half of it."""
 
 import contextlib
 import os
@@ -23,6 +24,45 @@ def seed_everything(seed: int = 0) -> None:
 def device() -> torch.device:
     """The GPU when there is one, else the CPU. Nothing in the course needs a GPU."""
     return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+
+
+# The thread policy: one CPU thread, unless you say otherwise. The course's tensors are
+# small (d_model 64-192, a few dozen tokens), so a second thread saves little on an idle
+# machine (make train: 32.6 s on two threads, 43.0 s on one), and PyTorch's OpenMP threads
+# spin while they wait for each other, so on a machine that other programs share (a
+# browser, a build) two threads can take ten times as long as one (813 s against 86 s). One
+# thread also makes every result the same on every machine: the number of threads changes
+# the order in which sums are added, and so the rounding, and with it a whole training
+# run. README.md, "Threads", has the measurements.
+THREADS_VARIABLES = ("COURSE_THREADS", "OMP_NUM_THREADS")
+
+
+def course_threads() -> int:
+    """How many CPU threads the course's code runs on: $COURSE_THREADS if set, else
+    $OMP_NUM_THREADS if set, else 1. `import course` applies it (torch.set_num_threads)."""
+    for variable in THREADS_VARIABLES:
+        text = os.environ.get(variable, "").strip()
+        if text:
+            if not text.isdigit() or int(text) < 1:
+                raise ValueError(
+                    f"{variable} must be a whole number of threads, at least 1, got {text!r}"
+                )
+            return int(text)
+    return 1
+
+
+@contextlib.contextmanager
+def use_threads(threads: int):
+    """Run the block on `threads` CPU threads (torch.set_num_threads), then restore the
+    caller's count, even when the block raises."""
+    if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
+        raise ValueError(f"threads must be an int, at least 1, got {threads!r}")
+    before = torch.get_num_threads()
+    torch.set_num_threads(threads)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
 
 
 def gap(got: torch.Tensor, want: torch.Tensor) -> str:

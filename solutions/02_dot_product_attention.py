@@ -108,13 +108,11 @@ print("dot:      scores", tuple(scores_dot.shape), "straight from one matrix mul
 # same hardware (the milliseconds depend on the CPU; the gap is what matters):
 
 # %% tags=["nbval-ignore-output"]
-from course.utils import best_seconds  # the fastest of `repeats` calls
+from course.utils import best_seconds, use_threads  # the fastest of `repeats` calls
 
-threads = torch.get_num_threads()
-torch.set_num_threads(1)
-seconds_additive = best_seconds(additive_scores, Q_demo, K_demo, repeats=20)
-seconds_dot = best_seconds(dot_scores, Q_demo, K_demo, repeats=20)
-torch.set_num_threads(threads)                                 # back to the default
+with use_threads(1):                          # one thread, then the notebook's count back
+    seconds_additive = best_seconds(additive_scores, Q_demo, K_demo, repeats=20)
+    seconds_dot = best_seconds(dot_scores, Q_demo, K_demo, repeats=20)
 print(f"additive {seconds_additive * 1e3:.3f} ms, dot product {seconds_dot * 1e3:.3f} ms: "
       f"the dot product is {seconds_additive / seconds_dot:.0f}x faster")
 

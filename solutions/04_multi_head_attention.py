@@ -281,19 +281,16 @@ for n_heads in (1, 2, 4, 8, 16, 32):
 # machine; the shape of the curves does not.
 
 # %% tags=["nbval-ignore-output"]
-from course.utils import best_seconds  # the fastest of `repeats` calls
+from course.utils import best_seconds, use_threads  # the fastest of `repeats` calls
 
 heads_timed = (1, 2, 4, 8, 16, 32)
 seconds = {"softmax over the maps": [], "whole forward pass": []}
-threads = torch.get_num_threads()
-torch.set_num_threads(1)
-with torch.no_grad():
+with torch.no_grad(), use_threads(1):                   # one thread, then the count back
     for n_heads in heads_timed:
         mha = reference.MultiHeadAttention(d_model, n_heads)
         scores = torch.randn(1, n_heads, T, T)          # (B=1, h, T, T): one map per head
         seconds["softmax over the maps"].append(best_seconds(torch.softmax, scores, -1, repeats=10))
         seconds["whole forward pass"].append(best_seconds(mha, x, x, x, repeats=10))
-torch.set_num_threads(threads)                          # back to the default
 for n_heads, softmax_s, forward_s in zip(heads_timed, *seconds.values()):
     print(f"h={n_heads:>2}: softmax {softmax_s * 1e3:6.3f} ms, whole forward {forward_s * 1e3:6.2f} ms")
 
@@ -393,7 +390,9 @@ for n_heads, d_k in [(8, 64), (8, 16), (8, 128), (16, 64)]:
 #   $(B, T_k, d_{model})$, so the same module serves self-attention (all three the same) and
 #   cross-attention (lesson 08). It returns **only** the output $(B, T_q, d_{model})$;
 # - keep the attention weights $(B, h, T_q, T_k)$ of the latest call in `self.attn`
-#   (`.detach()` them): we will plot them;
+#   (`.detach()` them): we will plot them. In training mode either the weights after
+#   dropout (those that multiplied the values) or those before it will do; in eval mode
+#   the two are the same;
 # - `mask` is boolean, **True = may attend**, already broadcastable to $(B, h, T_q, T_k)$:
 #   pass it on unchanged;
 # - dropout on the attention weights only while training:
@@ -504,10 +503,10 @@ for name, mask in [("no mask", None), ("causal mask", causal)]:
 # We train it twice, with $h = 1$ and with $h = 2$ heads: the same $d_{model} = 8$, hence the
 # same number of parameters. The models from here on are tiny: splitting their small
 # matrix products between CPU threads costs more than it saves (on a busy machine, many times
-# more), so we run them on one thread.
+# more), which is why the course runs on one thread: `import course` set it
+# (`course.utils.course_threads`).
 
 # %%
-torch.set_num_threads(1)
 letters = list("abcdefgh")
 V, T_seq, d_small = len(letters), 8, 8
 

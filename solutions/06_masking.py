@@ -82,7 +82,6 @@ def draw_mask(ax, mask, title, keys=None, queries=None, xlabel="key (attended to
 # $0 \dots t$), once with no mask. (Tiny models run faster on one CPU thread, lesson 04.)
 
 # %%
-torch.set_num_threads(1)
 V, T_seq, d_model, n_heads = 8, 8, 16, 2
 
 

@@ -611,7 +611,6 @@ print(f"{len(writes)} writes; x_0 + their sum equals the output: "
 # models are tiny, so one CPU thread runs them fastest.
 
 # %%
-torch.set_num_threads(1)
 V, T_task = 10, 8
 
 

@@ -700,7 +700,6 @@ print("encoder-decoder: src", tuple(src.shape), "+ tgt", tuple(tgt_in.shape), "-
 # "bank", which sense it has. Tiny models run fastest on one CPU thread (lesson 04).
 
 # %%
-torch.set_num_threads(1)
 vocabulary = [f"w{i}" for i in range(10)] + ["bank", "river", "water", "fish", "money", "loan",
                                              "cash"]
 index = {w: i for i, w in enumerate(vocabulary)}

@@ -44,11 +44,9 @@ seed_everything(0)
 torch.set_printoptions(precision=3, sci_mode=False)
 
 # %% [markdown]
-# As in lesson 09, the whole lesson runs on one CPU thread: the models are small, and one
-# thread's timings are steadier on a machine that is busy with other work.
-
-# %%
-torch.set_num_threads(1)
+# As in lesson 09, the whole lesson runs on one CPU thread, the course's policy
+# (`course.utils.course_threads`): the models are small, and one thread's timings are
+# steadier on a machine that is busy with other work.
 
 # %% [markdown]
 # ## 1. The quadratic wall
@@ -295,7 +293,9 @@ print(f"decoding {T_out} tokens: {T_out * (T_out + 1) // 2:,} positions through 
 # already rotated, each by its own position, so only the new key is rotated.
 #
 # Use lesson 03's `scaled_dot_product_attention(q, k, v, mask)` (imported above) for the
-# attention itself.
+# attention itself. It also keeps lesson 03's rule for a query whose keys are all masked (a
+# left-padded sentence's first steps, lesson 06): zero weights and a zero output, not the
+# mean of the values that a `-1e9` fill would give, and not NaN.
 
 # %%
 from course.positional import apply_rotary  # noqa: F401 (for your answer)

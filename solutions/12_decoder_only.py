@@ -41,11 +41,9 @@ seed_everything(0)
 torch.set_printoptions(precision=3, sci_mode=False)
 
 # %% [markdown]
-# As in lesson 10, the lesson runs on one CPU thread: the model is small, a second thread
-# gains it little, and one thread's timings are steadier on a busy machine.
-
-# %%
-torch.set_num_threads(1)
+# As in lesson 10, the lesson runs on one CPU thread, the course's policy: the model is
+# small, a second thread gains it little, and one thread's timings are steadier on a busy
+# machine.
 
 # %% [markdown]
 # ## 1. The data: English sentences in BPE pieces

@@ -623,6 +623,14 @@ class PositionsOfTheSourceLength(Good):
         return self.dropout(x + self.pe[: self.length])
 
 
+class TargetPaddingAsMemoryMask(Good):
+    """The target's padding mask (not the source's) given to the cross-attention: it runs
+    while T_src = T_tgt, hiding the wrong keys."""
+
+    def decode(self, tgt, memory, tgt_mask, src_mask):
+        return super().decode(tgt, memory, tgt_mask, padding_mask(tgt, self.pad_id))
+
+
 MORE = {
     PositionsOfTheSourceLength: "each side adds its own positions, pe[:T] with its own length",
     DropoutAlsoInEval: "two calls give different outputs, so something is dropped in eval mode",
@@ -635,6 +643,7 @@ MORE = {
     LogitsDropped: diagnoses.LOGITS_DROPPED.format(y="y"),
     DroppedBetweenLayers: diagnoses.DROPOUT_BETWEEN_LAYERS.format(stack="encoder"),
     DroppedTwice: diagnoses.DROPPED_TWICE.format(side="source"),
+    TargetPaddingAsMemoryMask: diagnoses.TGT_AS_MEMORY_MASK.format(which="padding mask"),
 }
 
 

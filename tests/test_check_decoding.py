@@ -10,9 +10,9 @@ from torch.nn.utils.rnn import pad_sequence
 
 from course import check, decoding
 from course.check.decoding import _CASES, _MIN_GAP, _decode, _expected
-from course.check.transformer import _one_thread
 from course.masking import causal_mask, padding_mask
 from course.transformer import Transformer
+from course.utils import use_threads
 
 
 @torch.no_grad()
@@ -605,7 +605,7 @@ def test_greedy_decode_mistakes_are_named(answer, diagnosis, verdict):
 def one_thread():
     """The tests below decode tiny models, as the checker does: on one thread (on a busy
     2-core machine, several times faster)."""
-    with _one_thread():
+    with use_threads(1):
         yield
 
 

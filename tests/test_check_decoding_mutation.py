@@ -325,9 +325,9 @@ def test_the_reference_decodes_each_case_to_the_tokens_the_verdicts_quote():
     """What "expected ..." shows in a verdict, case by case (the sources were chosen for the
     checker's weights: a different source word gives other tokens)."""
     from course import decoding
-    from course.check.transformer import _one_thread
+    from course.utils import use_threads
 
-    with _one_thread():
+    with use_threads(1):
         got = [
             decoding.greedy_decode(case.model(), case.source(), *case.args()).tolist()
             for case in _CASES
@@ -372,10 +372,10 @@ def test_the_replay_reads_padded_sources_through_their_mask():
     """Tokens that are greedy only when the source's padding is not masked are not the
     model's choice: the replay masks the padding as the reference does."""
     from course.check.decoding import _decode, _expected, _replay
-    from course.check.transformer import _one_thread
+    from course.utils import use_threads
 
     case = _CASES[5]  # padded sources
-    with _one_thread():
+    with use_threads(1):
         unmasked = _decode(case.model(), case.source(), *case.args(), src_mask="decode")
         reason = _replay(case, unmasked, _expected(case))
     assert reason is not None and reason.startswith("sentence "), reason

@@ -85,6 +85,7 @@ def test_the_task_defaults_are_the_measured_ones():
         checkpoint_every=200,
         eval_batch_size=500,
         bf16=True,
+        threads=0,  # the course's policy: one thread unless COURSE_THREADS says otherwise
     )
     scan = {**common, "steps": 6000, "checkpoint_every": 500}
     assert CONFIGS == {
@@ -111,6 +112,7 @@ def test_the_task_defaults_are_the_measured_ones():
             "lr_factor": 1.0,
             "checkpoint_every": 500,
             "tie_embeddings": False,
+            "threads": 2,
         },
         "fra-eng-full": {
             **common,
@@ -131,6 +133,7 @@ def test_the_task_defaults_are_the_measured_ones():
             "lr_factor": 1.0,
             "checkpoint_every": 500,
             "eval_batch_size": 250,
+            "threads": 2,
         },
         "lm-en": {
             "d_model": 128,
@@ -147,7 +150,7 @@ def test_the_task_defaults_are_the_measured_ones():
             "warmup": 100,
             "clip_norm": 1.0,
             "eval_batch_size": 256,
-            "threads": 1,
+            "threads": 0,
         },
     }
     # each task its own dict: editing one task's settings changes no other task's

@@ -53,7 +53,7 @@ def test_generate_reads_its_checkpoint(run, capsys):
         (("--model", "tutorial-gru"), "is for the translation tasks"),
         (("--set", "depth=3"), "--set expects KEY=VALUE"),
         (("--set", "n_heads=3"), "the configuration cannot build a model"),
-        (("--set", "threads=-1"), "threads must be at least 0 (0: torch's default), got -1"),
+        (("--set", "threads=-1"), "threads must be an int, at least 0 (0: the course's), got -1"),
     ],
 )
 def test_bad_settings_get_a_message(tmp_path, capsys, extra, message):

@@ -68,7 +68,6 @@ from course.check._framework import (
     expect_signature,
     noncontiguous,
 )
-from course.check.transformer import _one_thread
 from course.masking import padding_mask
 from course.transformer import Transformer
 
@@ -538,7 +537,7 @@ def _check_case(candidate, case: _Case, index: int) -> _Seen:
 @exercise("greedy_decode")
 def greedy_decode(candidate) -> str:
     expect_signature(candidate, _NAMES, _SIGNATURE)
-    with _one_thread(), torch.random.fork_rng(devices=[]):
+    with torch.random.fork_rng(devices=[]):
         torch.manual_seed(0)  # a sampling answer draws the same on every check
         seen = [_check_case(candidate, case, index) for index, case in enumerate(_CASES)]
         for case, how in zip(_CASES, seen, strict=True):  # the tokens first, then how

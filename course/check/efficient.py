@@ -64,7 +64,6 @@ from course.check._framework import (
     squeeze_hint,
     then,
 )
-from course.check.transformer import _one_thread
 from course.masking import causal_mask
 from course.positional import apply_rotary
 
@@ -516,7 +515,7 @@ def _check_sequence(candidate, gen, rotary: bool) -> None:
 def kv_cache_attention(candidate) -> str:
     expect_signature(candidate, _NAMES[:5], _SIGNATURE)
     expect_signature(candidate, _NAMES, _SIGNATURE)  # mask, rotary_base after the caches too
-    with torch.random.fork_rng(devices=[]), _one_thread():
+    with torch.random.fork_rng(devices=[]):
         torch.manual_seed(0)
         gen = generator(10)
         for what, sizes in _CASES:
