@@ -274,8 +274,9 @@ model = build_model(task, config)
 print(f"{sum(p.numel() for p in model.parameters()):,} parameters")
 
 # %% [markdown]
-# Here it trains for 600 steps (about a minute on two cores; `python -m course.train --task
-# fra-eng` trains for ten minutes). `train_steps` is lesson 09's loop.
+# Here it trains for 600 steps (about 80 seconds on one CPU thread, the course's policy;
+# `python -m course.train --task fra-eng` trains for ten minutes). `train_steps` is lesson
+# 09's loop.
 
 # %% tags=["nbval-ignore-output"]
 optimizer, scheduler = build_optimizer(model, config)
@@ -484,7 +485,7 @@ for french, english in random.Random(3).sample(full, 4):
 # ## 10. Translate your own sentence
 #
 # Change the sentence and run the cell. It is normalized as the training pairs were; a word
-# the model never saw is read as `<unk>`. This is the one-minute model of section 5; the
+# the model never saw is read as `<unk>`. This is the short-trained model of section 5; the
 # command line trains the ten-minute one and translates with it:
 #
 # ```bash
