@@ -936,9 +936,9 @@ def run(args: argparse.Namespace) -> dict | None:
 
 
 def _threads(config: dict) -> int:
-    """The CPU threads a run trains on: its `threads` setting, or for 0 (and a checkpoint's
-    configuration from before the setting) the course's policy, course_threads()."""
-    threads = config.get("threads", 0)
+    """The CPU threads a run trains on: its `threads` setting, or for 0 the course's
+    policy, course_threads()."""
+    threads = config["threads"]
     if isinstance(threads, bool) or not isinstance(threads, int) or threads < 0:
         raise UsageError(f"threads must be an int, at least 0 (0: the course's), got {threads!r}")
     return threads or course_threads()
