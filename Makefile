@@ -9,6 +9,8 @@ LAB_ARGS ?=
 LESSON   ?=
 MODULES  ?= course/*.py course/check/*.py
 PROGRESS_ARGS ?=
+TRAIN_ARGS ?=
+BENCH_ARGS ?=
 # Jupyter refuses to run as root unless told; containers often run as root.
 ROOT_ARG := $(if $(filter 0,$(shell id -u 2>/dev/null)),--allow-root)
 
@@ -19,7 +21,8 @@ help: ## List every target with one line each
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  make %-11s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 	@echo "  Variables: LAB_ARGS='--no-browser --port=8899' (lab), LESSON=02 (notebooks),"
 	@echo "             MODULES=course/rnn.py (mutation),"
-	@echo "             PROGRESS_ARGS='submissions/ --csv grades.csv' (progress)"
+	@echo "             PROGRESS_ARGS='submissions/ --csv grades.csv' (progress),"
+	@echo "             TRAIN_ARGS='--device cuda --compile' (train), BENCH_ARGS='--device cuda --bf16' (bench)"
 
 # The Pythons whose wheels every pin has (tools/check_pins.py checks; pyproject and README agree).
 PY_MIN := 3.10
@@ -68,10 +71,10 @@ lint: $(STAMP) ## ruff on the package, tests, lesson sources and notebooks
 	$(BIN)/ruff format --check course tests
 
 train: $(STAMP) ## Train the Transformer on lesson 09's task, print its held-out scores (~1 min on 2 cores)
-	$(BIN)/python -m course.train --task toy-translation
+	$(BIN)/python -m course.train --task toy-translation $(TRAIN_ARGS)
 
 bench: $(STAMP) ## Time our Transformer against torch's, side by side, and print the ratios (minutes)
-	$(BIN)/python -m course.bench
+	$(BIN)/python -m course.bench $(BENCH_ARGS)
 
 progress: $(STAMP) ## Run your notebooks (copies, headless) and list every exercise's verdict
 	$(BIN)/python -m course.progress $(PROGRESS_ARGS)

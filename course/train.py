@@ -59,6 +59,7 @@ import contextlib
 import json
 import math
 import os
+import statistics
 import sys
 import time
 from collections.abc import Callable, Iterator
@@ -171,7 +172,6 @@ CONFIGS: dict[str, dict] = {
         "warmup": 400,
         "lr_factor": 1.0,
         "checkpoint_every": 500,
-        "threads": 2,  # its time budget's results were measured on two threads (README)
     },
     # fra-eng-full: 132,899 training pairs in pieces of one shared BPE vocabulary of 8,000
     # (course.data.FULL_VOCAB_SIZE), the embeddings tied as in the paper (§3.4), 20 minutes.
@@ -192,7 +192,6 @@ CONFIGS: dict[str, dict] = {
         "lr_factor": 1.0,
         "checkpoint_every": 500,
         "eval_batch_size": 250,
-        "threads": 2,  # as fra-eng
     },
 }
 # --model tutorial-gru: the PyTorch tutorial's model with the tutorial's own recipe (hidden
@@ -321,11 +320,12 @@ def training_batches(task, batch_size: int, seed: int, epoch: int, position: int
 class TrainingLog:
     """What `train_steps` has done so far: the optimizer steps taken (counted from the
     run's start, a resumed run's earlier steps included), the loss of each step it took,
-    and the seconds those steps took (the callback's time not counted)."""
+    and the seconds those steps took (the callback's time not counted), in all and each."""
 
     step: int
     losses: list[float] = field(default_factory=list)
     seconds: float = 0.0
+    step_seconds: list[float] = field(default_factory=list)
 
 
 def train_steps(
@@ -396,7 +396,8 @@ def train_steps(
             scheduler.step()
         log.losses.append(loss.item())
         log.step += 1
-        log.seconds += clock() - started
+        log.step_seconds.append(clock() - started)
+        log.seconds += log.step_seconds[-1]
         bar.update(1)
         lr = optimizer.param_groups[0]["lr"]  # the rate of the next step
         bar.set_postfix(loss=f"{log.losses[-1]:.3f}", lr=f"{lr:.2e}", refresh=False)
@@ -807,6 +808,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
+def _median(seconds: list[float]) -> float | None:
+    """The median of `seconds` to 0.1 ms, None for no steps (a resumed run already done)."""
+    return round(statistics.median(seconds), 4) if seconds else None
+
+
 def _remaining_budget(config: dict, seconds_so_far: float) -> float | None:
     """The training seconds left of config's time_budget (None: no budget)."""
     budget = _setting(config, "time_budget")
@@ -1026,7 +1032,7 @@ def _train_and_evaluate(
 
     budget = _remaining_budget(config, train_seconds)
     spent = budget is not None and budget <= 0  # a resumed run whose time is used up
-    train_steps(
+    log = train_steps(
         trained,
         batches(),
         optimizer,
@@ -1064,6 +1070,9 @@ def _train_and_evaluate(
         "bleu": results["bleu"],
         **{key: results[key] for key in ("chrf", "greedy") if key in results},
         "train_seconds": round(train_seconds, 2),
+        # this run's typical step (the median: a compiled run's first steps wait for the
+        # compiler), so that steps per second compare across devices and options
+        "median_step_seconds": _median(log.step_seconds),
         "params": sum(p.numel() for p in model.parameters()),
         "steps": step,
         "device": str(device),
@@ -1233,6 +1242,7 @@ def _train_language_model(args: argparse.Namespace, config: dict, device: torch.
         "bigram_perplexity": round(lm.bigram_perplexity(data.train, data.test, V), 3),
         "unigram_perplexity": round(lm.unigram_perplexity(data.train, data.test, V), 3),
         "train_seconds": round(log.seconds, 2),
+        "median_step_seconds": _median(log.step_seconds),
         "params": sum(p.numel() for p in model.parameters()),
         "steps": log.step,
         "device": str(device),

@@ -416,26 +416,26 @@ print(f"tutorial GRU: {sum(p.numel() for p in gru.parameters()):,} parameters; "
 
 # %% [markdown]
 # The table below was measured with the command line, the same ten minutes of training on
-# two CPU cores for each model, three seeds, mean (range) (README, "Translating real
-# sentences"). The tutorial model takes 2.7 times as many steps in that time (its batches
-# are half as large and its steps cheaper); the Transformer ends 8.9 BLEU ahead.
+# one CPU thread for each model, three seeds, mean (range) (README, "Translating real
+# sentences"). The tutorial model takes 2.6 times as many steps in that time (its batches
+# are half as large and its steps cheaper); the Transformer ends 10.1 BLEU ahead.
 #
 # | model | parameters | seeds | steps in 600 s | BLEU | chrF | exact match | greedy BLEU |
 # |---|---|---|---|---|---|---|---|
-# | Transformer, d_model 128, 2 + 2 layers, beam 4 | 2,138,734 (seed 0) | 0, 1, 2 | 4,458 (4,209–4,721) | 42.1 (41.6–42.8) | 52.1 (51.6–53.1) | 19.6 (19.3–20.2)% | 41.3 (40.6–41.8) |
-# | tutorial GRU + attention, hidden 128, greedy | 1,493,358 (seed 0) | 0, 1, 2 | 12,075 (11,035–13,252) | 33.2 (32.6–34.1) | 43.3 (42.9–43.8) | 8.6 (7.0–10.1)% | (as BLEU) |
+# | Transformer, d_model 128, 2 + 2 layers, beam 4 | 2,138,734 (seed 0) | 0, 1, 2 | 4,403 (4,194–4,732) | 42.9 (42.7–43.4) | 52.8 (52.6–53.2) | 20.6 (19.2–21.8)% | 41.5 (40.7–42.0) |
+# | tutorial GRU + attention, hidden 128, greedy | 1,493,358 (seed 0) | 0, 1, 2 | 11,353 (10,890–12,205) | 32.8 (31.9–33.8) | 42.9 (42.6–43.2) | 8.5 (7.0–10.1)% | (as BLEU) |
 #
 # Translations of held-out sentences by the two seed-0 models:
 #
 # | French (held out, seed 0) | reference | Transformer (seed 0, beam 4) | tutorial GRU (seed 0) |
 # |---|---|---|---|
-# | je ne suis pas laid . | i m not ugly. | i m not ugly. | i m not eating. |
-# | je suis plus intelligente que toi . | i m smarter than you. | i m smarter than you. | i m more than you. |
+# | je ne suis pas laid . | i m not ugly. | i m not ugly. | i m not exhausted. |
+# | je suis plus intelligente que toi . | i m smarter than you. | i m smarter than you. | i m shorter than you. |
 # | nous ne sommes pas des laches . | we re not cowards. | we re not cowards. | we re not listening. |
-# | je suis un patient . | i m a patient. | i m a patient. | i m an aggressive. |
-# | nous sommes tous contents d aider . | we are all happy to help. | we re all glad to help us. | we re all glad to help. |
-# | je songe a demissionner . | i m considering resigning. | i am thinking of resigning at once. | i am thinking of resigning at once. |
-# | j ai connaissance de cette `<unk>` . | i am acquainted with the custom. | i m acquainted with that dress. | i m acquainted with what that. |
+# | je suis un patient . | i m a patient. | i m a patient person. | i m an expert. |
+# | nous sommes tous contents d aider . | we are all happy to help. | we re all glad to help. | we re all to help him. |
+# | je songe a demissionner . | i m considering resigning. | i am thinking of resigning at once. | i am thinking of resigning. |
+# | j ai connaissance de cette `<unk>` . | i am acquainted with the custom. | i m acquainted with this. | i m acquainted with this situation. |
 #
 # ## 9. The whole file: `fra-eng-full`
 #
@@ -459,28 +459,31 @@ for french, english in random.Random(3).sample(full, 4):
 # %% [markdown]
 # Twelve times the data takes longer to learn: `python -m course.train --task fra-eng-full`
 # trains for 20 minutes (`CONFIGS["fra-eng-full"]`: $d_{model}$ = 192, 2 + 2 layers; in a
-# probe of six sizes on a nearly idle machine it takes 0.33 s a step, about 3,600 steps in 20
-# minutes, where $d_{model}$ = 256 with 3 + 3 layers took 0.71 s). Measured on the two-core
-# machine, seed 0, one run, with other work on the machine (2,362 steps in 1,200 s, a little
-# over one pass through the training pairs):
+# probe of six sizes on two threads of a nearly idle machine it took 0.33 s a step, where
+# $d_{model}$ = 256 with 3 + 3 layers took 0.71 s). Measured on the two-core machine on the
+# course's one thread, seeds 0, 1 and 2, mean (range) (README, "The whole file"): about
+# 1,950 steps in 1,200 s, not quite one pass through the training pairs, the loss still
+# falling.
 #
 # | task | pairs (train / held out) | vocabulary | parameters | BLEU (beam 4) | chrF | exact match | greedy BLEU |
 # |---|---|---|---|---|---|---|---|
-# | `fra-eng-full` | 132,899 / 2,712 | 8,000 BPE pieces, shared, tied | 3,620,672 | 32.5 | 48.8 | 11.1% | 31.8 |
+# | `fra-eng-full` | 132,899 / 2,712 (seed 0) | 8,000 BPE pieces, shared, tied | 3,620,672 | 29.0 (27.8–29.6) | 45.2 (43.5–46.7) | 9.3 (8.2–9.9)% | 27.9 (27.0–28.8) |
 #
-# This BLEU cannot be compared with `fra-eng`'s 42: the test sentences are different and
-# harder (every kind of sentence, not only "I am ..." ones, longer, with capitals and
-# punctuation that count). Held-out sentences, seed 0's model, beam 4:
+# On two threads of an idle machine the same 20 minutes took 2,362 steps and scored 32.5
+# (seed 0): the one run in the course where a second thread clearly pays
+# (`--set threads=2`). This BLEU cannot be compared with `fra-eng`'s 43: the test sentences
+# are different and harder (every kind of sentence, not only "I am ..." ones, longer, with
+# capitals and punctuation that count). Held-out sentences, seed 0's model, beam 4:
 #
 # | French (held out) | reference | `fra-eng-full` (seed 0) |
 # |---|---|---|
-# | Ne me traite pas comme un chien. | Don't treat me like a dog. | Don't give me like a dog. |
-# | Es-tu certain de ne pas vouloir de café ? | Are you sure you don't want coffee? | Are you sure not want to want coffee? |
-# | Pourrez-vous m'aider quand je déménagerai ? | Could you help me when I move? | Will you help me when I'll give you? |
-# | Tom apparut pile au bon moment. | Tom showed up at just the right moment. | Tom had a good time. |
+# | Ne me traite pas comme un chien. | Don't treat me like a dog. | Don't like a dog. |
+# | Es-tu certain de ne pas vouloir de café ? | Are you sure you don't want coffee? | Are you sure of coffee won't want? |
+# | Pourrez-vous m'aider quand je déménagerai ? | Could you help me when I move? | Will you help me when I'll help? |
+# | Tom apparut pile au bon moment. | Tom showed up at just the right moment. | Tom tried to the right at the right time. |
 #
 # and sentences typed for it: "Elle a acheté une voiture rouge." → "She bought a red car."
-# (the adjective moved before the noun), "Où est la gare ?" → "Where is the station?".
+# (the adjective moved before the noun), "Où est la gare ?" → "Where's the station?".
 #
 # ## 10. Translate your own sentence
 #

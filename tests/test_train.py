@@ -401,6 +401,19 @@ def test_train_steps_times_with_the_clock_it_is_given():
     log = train.train_steps(model, batches, optimizer, criterion, 100, time_budget=3.0,
                             clock=lambda: float(next(ticks)))  # fmt: skip
     assert log.step == 3 and log.seconds == 3.0  # each step read the clock twice: 1 s a step
+    assert log.step_seconds == [1.0, 1.0, 1.0]
+
+
+def test_train_steps_keeps_each_steps_seconds():
+    """A compiled run's first steps wait for the compiler: each step's own time lets the
+    metrics give a typical step (the median) beside the total."""
+    _, model, optimizer, _, criterion, batches = _tiny_setup()
+    times = iter([0.0, 30.0, 30.0, 30.5, 30.5, 31.0, 31.0, 31.25])  # 30 s, then 0.5 s, ...
+    log = train.train_steps(model, batches, optimizer, criterion, 4,
+                            clock=lambda: next(times))  # fmt: skip
+    assert log.step_seconds == [30.0, 0.5, 0.5, 0.25] and log.seconds == 31.25
+    assert train._median(log.step_seconds) == 0.5
+    assert train._median([]) is None
 
 
 @pytest.mark.parametrize(

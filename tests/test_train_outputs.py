@@ -189,6 +189,8 @@ def test_times_are_counted_from_zero(capsys, tmp_path, one_thread):
     elapsed = train.time.perf_counter() - started
     metrics = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert metrics["train_seconds"] < elapsed and metrics["eval_seconds"] <= elapsed
+    # one step: its own time is all the training time (rounded to 0.1 ms and to 10 ms)
+    assert metrics["median_step_seconds"] == pytest.approx(metrics["train_seconds"], abs=0.005)
     assert metrics["eval_seconds"] == round(metrics["eval_seconds"], 2)
     (loss,) = train.torch.load(tmp_path / "checkpoint.pt", weights_only=True)["losses"]
     assert metrics["final_loss"] == round(loss, 4)  # one step: the mean of one loss
@@ -198,4 +200,6 @@ def test_a_resume_at_its_last_step_says_so_naming_the_checkpoint(capsys, tmp_pat
     _main("--steps", "2", "--out", str(tmp_path))
     _main("--steps", "2", "--out", str(tmp_path), "--resume")
     path = tmp_path / "checkpoint.pt"
-    assert f"{path} is at step 2 already: evaluating" in capsys.readouterr().err
+    out, err = capsys.readouterr()
+    assert f"{path} is at step 2 already: evaluating" in err
+    assert json.loads(out.strip().splitlines()[-1])["median_step_seconds"] is None  # no step
