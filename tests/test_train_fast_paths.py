@@ -82,17 +82,31 @@ def test_compile_trains_the_compiled_model_and_evaluates_the_model(capsys, tmp_p
             self.calls += 1
             return self.model(*args)
 
-    def fake_compile(model):
+    def fake_compile(model, mode):
         compiled.append(Compiled(model))
+        modes.append(mode)
         return compiled[-1]
 
+    modes = []
     monkeypatch.setattr(torch, "compile", fake_compile)
     metrics = _metrics(capsys, "--steps", "3", "--compile", "--out", str(tmp_path))
     (wrapper,) = compiled
     assert wrapper.calls == 3  # every training step, and nothing else
     assert metrics["compiled"] is True and metrics["steps"] == 3
+    assert modes == ["default"] and metrics["compile_mode"] == "default"
     saved = torch.load(tmp_path / "checkpoint.pt", weights_only=True)["model"]
     assert set(saved) == set(wrapper.model.state_dict())  # the model's own names, no prefix
+    metrics = _metrics(capsys, "--steps", "1", "--compile", "reduce-overhead",
+                       "--out", str(tmp_path / "graphs"))  # fmt: skip
+    assert modes[-1] == "reduce-overhead" and metrics["compile_mode"] == "reduce-overhead"
+
+
+def test_compile_modes_are_named_and_a_wrong_one_refused(capsys):
+    with pytest.raises(SystemExit):
+        train.parse_args(["--task", "reverse", "--compile", "fast"])
+    assert "invalid choice: 'fast'" in capsys.readouterr().err
+    assert train.parse_args(["--task", "reverse", "--compile"]).compile == "default"
+    assert train.parse_args(["--task", "reverse"]).compile is None
 
 
 def test_compile_is_refused_for_the_language_model(capsys):
