@@ -112,7 +112,6 @@ def test_the_task_defaults_are_the_measured_ones():
             "lr_factor": 1.0,
             "checkpoint_every": 500,
             "tie_embeddings": False,
-            "threads": 2,
         },
         "fra-eng-full": {
             **common,
@@ -133,7 +132,6 @@ def test_the_task_defaults_are_the_measured_ones():
             "lr_factor": 1.0,
             "checkpoint_every": 500,
             "eval_batch_size": 250,
-            "threads": 2,
         },
         "lm-en": {
             "d_model": 128,
