@@ -207,6 +207,22 @@ def test_a_file_is_written_whole_under_a_hidden_unique_name_then_renamed(monkeyp
         assert re.fullmatch(rf"\.notes\.txt\.{os.getpid()}\.[0-9a-f]{{8}}\.tmp", name), name
 
 
+def test_a_write_that_fails_leaves_the_old_file_and_no_temporary_behind(tmp_path):
+    """An error (or Ctrl-C) while writing: the old checkpoint is still whole and readable,
+    and the half-written temporary file is removed, not left to fill the run's folder."""
+    target = tmp_path / "checkpoint.pt"
+    target.write_bytes(b"the old checkpoint")
+
+    def half_then_stop(file):
+        file.write(b"half of a new one")
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        train._write_atomically(target, half_then_stop)
+    assert target.read_bytes() == b"the old checkpoint"
+    assert [p.name for p in tmp_path.iterdir()] == ["checkpoint.pt"]
+
+
 def test_json_files_are_indented_by_two_and_end_with_a_newline(tmp_path):
     data = {"task": "reverse", "sizes": [1, 2]}
     train._write_json(tmp_path / "config.json", data)
