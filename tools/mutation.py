@@ -124,6 +124,12 @@ DEFAULT_TESTS = {
         "tests/test_check_transformer_mutation.py",
         "tests/test_checkers.py",
     ],
+    "course/utils.py": [  # the thread policy and write_atomically are tested where used
+        "tests/test_utils.py",
+        "tests/test_utils_edges.py",
+        "tests/test_threads.py",
+        "tests/test_train_loop.py",
+    ],
     "course/layers.py": [  # lesson 08's DecoderLayer is tested with the Transformer
         "tests/test_layers.py",
         "tests/test_layers_mutation.py",
