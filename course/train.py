@@ -770,6 +770,11 @@ def _resolve_device(name: str, processes: Processes) -> torch.device:
     return device
 
 
+# torch.compile's modes: "reduce-overhead" adds CUDA graphs (a GPU only; on the CPU it is
+# "default"), "max-autotune" tries kernels for each shape (a long compile).
+COMPILE_MODES = ("default", "reduce-overhead", "max-autotune")
+
+
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         prog="python -m course.train",
@@ -814,11 +819,6 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 def _median(seconds: list[float]) -> float | None:
     """The median of `seconds` to 0.1 ms, None for no steps (a resumed run already done)."""
     return round(statistics.median(seconds), 4) if seconds else None
-
-
-# torch.compile's modes: "reduce-overhead" adds CUDA graphs (a GPU only; on the CPU it is
-# "default"), "max-autotune" tries kernels for each shape (a long compile).
-COMPILE_MODES = ("default", "reduce-overhead", "max-autotune")
 
 
 def _remaining_budget(config: dict, seconds_so_far: float) -> float | None:

@@ -469,8 +469,8 @@ for french, english in random.Random(3).sample(full, 4):
 # |---|---|---|---|---|---|---|---|
 # | `fra-eng-full` | 132,899 / 2,712 (seed 0) | 8,000 BPE pieces, shared, tied | 3,620,672 | 29.0 (27.8–29.6) | 45.2 (43.5–46.7) | 9.3 (8.2–9.9)% | 27.9 (27.0–28.8) |
 #
-# On two threads of an idle machine the same 20 minutes took 2,362 steps and scored 32.5
-# (seed 0): the one run in the course where a second thread clearly pays
+# On two threads (lighter work beside it) the same 20 minutes took 2,362 steps and scored
+# 32.5 (seed 0): the one run in the course where a second thread clearly pays
 # (`--set threads=2`). This BLEU cannot be compared with `fra-eng`'s 43: the test sentences
 # are different and harder (every kind of sentence, not only "I am ..." ones, longer, with
 # capitals and punctuation that count). Held-out sentences, seed 0's model, beam 4:

@@ -13,7 +13,7 @@ It measures, in this order (the most wanted first, so that a short lease still r
    checkpoint must load on a machine without one.
 2. paper: the training step at the issue's sizes (6 + 6 layers, d_model 512, B 64, T 64),
    ours explicit, fused and torch.compile'd fused against torch.nn.Transformer, float32
-   and bf16 autocast (median of 20 interleaved repeats).
+   and bf16 autocast (make bench's training rows at those sizes, 20 interleaved repeats).
 3. train: `make train`'s task (toy-translation, 600 steps) on the GPU in bf16 (the default
    there), with --compile reduce-overhead (CUDA graphs), with --compile, and in float32;
    steps per second over the whole run and at the median step's pace, beside a 200-step
@@ -167,26 +167,19 @@ def part_bench(check: Check, args) -> None:
         check.save()
 
 
+# The issue's sizes through make bench's own rows (course.bench.training_rows: ours
+# explicit, fused and compiled against torch.nn.Transformer, interleaved repeats, median
+# ratios; the FLOP/s row beside), once in float32 and once under bf16 autocast.
 PAPER_STEP = """
-import json, logging, statistics, torch
+import dataclasses, json
 from course import bench
-logging.getLogger("torch._dynamo").setLevel(logging.ERROR)  # its graph breaks are expected
 sizes = dict(bench.QUICK if {quick} else bench.FULL, n_layers={layers}, batch={batch},
              repeats={repeats}, warmup=2)
 rows = {{}}
 for bf16 in (False, True):
-    if bf16 and "{device}" == "cpu":
-        continue
-    models = bench.build_models(sizes, device="{device}")
-    batch = bench.make_batch(sizes, device="{device}")
-    fns = {{name: bench.make_step(model, batch, bf16) for name, model in models.items()}}
-    compiled = torch.compile(bench.build_models(sizes, device="{device}")["ours_fused"])
-    fns["ours_compiled"] = bench.make_step(compiled, batch, bf16)  # compiled in the warm-up
-    times = bench.interleaved(fns, sizes["repeats"], sizes["warmup"])
-    rows["bf16" if bf16 else "float32"] = {{
-        name: {{"ms": round(statistics.median(t) * 1e3, 2),
-                "ratio": round(bench._median_ratio(t, times["theirs"]), 3)}}
-        for name, t in times.items()}}
+    found = bench.training_rows(sizes, compile_model=True, device="{device}", bf16=bf16)
+    print(bench.format_table(found))
+    rows["bf16" if bf16 else "float32"] = [dataclasses.asdict(row) for row in found]
 print(json.dumps(rows))
 """
 
@@ -197,12 +190,12 @@ def part_paper(check: Check, args) -> None:
                              repeats=3 if args.quick else 20)  # fmt: skip
     status, output = check.run([sys.executable, "-c", code], 150 if args.quick else 240)
     try:
-        figures = json.loads(output.strip().splitlines()[-1]) if status == 0 else None
+        rows = json.loads(output.strip().splitlines()[-1]) if status == 0 else None
     except (json.JSONDecodeError, IndexError):
-        figures = None
+        rows = None
     check.results["paper_sizes"] = {"layers": f"{layers}+{layers}", "batch": batch,
                                     "T": 8 if args.quick else 64, "exit": status,
-                                    "steps": figures}  # fmt: skip
+                                    "rows": rows}  # fmt: skip
     check.save()
 
 
