@@ -3,6 +3,13 @@
 The source of lesson NN is `solutions/NN_name.py`, in jupytext's py:percent format.
 Exercise answers sit between `### BEGIN SOLUTION` and `### END SOLUTION` lines.
 
+Prose that quotes a run takes its figures from the run: in a markdown cell, `{{ expr }}`
+names a value, written as the inside of an f-string field (`{{ bleu:.1f }}`,
+`{{ len(pairs):, }}`). `build` executes the lesson, then evaluates every field in the
+kernel after the last cell has run, and writes the result as plain text into the markdown
+of both notebooks. The solution notebook records the values and a hash of its outputs, so
+`check` notices prose that no longer matches its source or its outputs.
+
     python -m course.authoring build [02 ...]   # what `make notebooks` runs
     python -m course.authoring check            # exit 1 if a notebook is stale
 
@@ -24,6 +31,7 @@ import argparse
 import copy
 import hashlib
 import json
+import re
 import sys
 from datetime import datetime
 from pathlib import Path
@@ -35,6 +43,7 @@ from nbclient import NotebookClient
 ROOT = Path(__file__).resolve().parents[1]
 BEGIN, END = "### BEGIN SOLUTION", "### END SOLUTION"
 STUB = ("# YOUR CODE HERE", "raise NotImplementedError")
+FIELD = re.compile(r"\{\{(.*?)\}\}", re.DOTALL)
 KERNELSPEC = {"display_name": "Python 3 (ipykernel)", "language": "python", "name": "python3"}
 
 
@@ -83,6 +92,57 @@ def fingerprint(nb) -> str:
     return hashlib.sha256(json.dumps(cells).encode()).hexdigest()
 
 
+def fields(nb) -> list[str]:
+    """Every `{{ expr }}` in the notebook's markdown, stripped, in order, once each."""
+    found: list[str] = []
+    for cell in nb.cells:
+        if cell.cell_type == "markdown":
+            for match in FIELD.finditer(cell.source):
+                field = match.group(1).strip()
+                if not field:
+                    raise AuthoringError(f"{nb.metadata.course.source}: an empty {{{{ }}}} field")
+                if field not in found:
+                    found.append(field)
+    return found
+
+
+def fill(nb, values: dict[str, str]):
+    """A copy of `nb` whose markdown has each `{{ expr }}` replaced by its value."""
+    missing = [f for f in fields(nb) if f not in values]
+    if missing:
+        raise AuthoringError(
+            f"{nb.metadata.course.source}: no value for {', '.join('{{ ' + f + ' }}' for f in missing)}"
+            " (run `make notebooks` with execution, which evaluates them)"
+        )
+    filled = copy.deepcopy(nb)
+    for cell in filled.cells:
+        if cell.cell_type == "markdown":
+            cell.source = FIELD.sub(lambda m: values[m.group(1).strip()], cell.source)
+    return filled
+
+
+# Run in the lesson's kernel after its last cell: each field as an f-string field, its text
+# (or the error it raised) printed as one JSON line.
+FILL_CELL = """\
+def _course_fill(fields):
+    import json
+    values = {}
+    for field in fields:
+        try:
+            values[field] = eval("f" + repr("{" + field + "}"), globals())
+        except Exception as error:
+            values[field] = {"error": f"{type(error).__name__}: {error}"}
+    print(json.dumps(values))
+_course_fill(%r)
+"""
+
+
+def outputs_hash(nb) -> str:
+    """A hash of every code cell's outputs: what the filled prose was computed beside."""
+    outputs = [c.get("outputs", []) for c in nb.cells if c.cell_type == "code"]
+    return hashlib.sha256(json.dumps(outputs, sort_keys=True).encode()).hexdigest()
+
+
 def read_lesson(source: Path):
     """The lesson source as a clean nbformat-4.5 notebook with stable ids and metadata."""
     text = source.read_text(encoding="utf-8")
@@ -105,9 +165,9 @@ def read_lesson(source: Path):
     return nb
 
 
-def learner_notebook(lesson):
-    """Answers stubbed, outputs cleared."""
-    nb = copy.deepcopy(lesson)
+def learner_notebook(lesson, values: dict[str, str] | None = None):
+    """Answers stubbed, outputs cleared, prose fields filled with `values` (from the run)."""
+    nb = fill(lesson, values or {})
     for i, cell in enumerate(nb.cells):
         if cell.cell_type == "code":
             cell.source = stub_solutions(
@@ -119,12 +179,15 @@ def learner_notebook(lesson):
 
 
 def solution_notebook(lesson, workdir: Path, timeout: int = 600):
-    """The lesson executed top to bottom in a fresh kernel, outputs kept."""
+    """The lesson executed top to bottom in a fresh kernel, outputs kept, prose filled."""
     nb = copy.deepcopy(lesson)
     # Check the markers even here, so a broken source fails before a long execution.
     for i, cell in enumerate(nb.cells):
         if cell.cell_type == "code":
             stub_solutions(cell.source, where=f"{nb.metadata.course.source}, cell {i}")
+    wanted = fields(nb)
+    if wanted:
+        nb.cells.append(nbformat.v4.new_code_cell(FILL_CELL % (wanted,), id="course-fill"))
     NotebookClient(
         nb,
         timeout=timeout,
@@ -132,8 +195,25 @@ def solution_notebook(lesson, workdir: Path, timeout: int = 600):
         record_timing=False,
         resources={"metadata": {"path": str(workdir)}},
     ).execute()
+    values = _read_values(nb.cells.pop(), wanted, nb.metadata.course.source) if wanted else {}
+    nb = fill(nb, values)
+    nb.metadata.course["filled"] = values
+    nb.metadata.course["outputs_sha256"] = outputs_hash(nb)
     nb.metadata.course["fingerprint"] = fingerprint(nb)
     return nb
+
+
+def _read_values(cell, wanted: list[str], where: str) -> dict[str, str]:
+    """The fill cell's one JSON line -> {field: text}; a field that raised is an error."""
+    text = "".join(o.get("text", "") for o in cell.get("outputs", []) if o.get("name") == "stdout")
+    try:
+        values = json.loads(text.strip().splitlines()[-1])
+    except (IndexError, ValueError):
+        raise AuthoringError(f"{where}: the prose fields {wanted} could not be evaluated") from None
+    failed = [f"{{{{ {f} }}}}: {v['error']}" for f, v in values.items() if isinstance(v, dict)]
+    if failed:
+        raise AuthoringError(f"{where}: " + "; ".join(failed))
+    return values
 
 
 def write(nb, path: Path) -> None:
@@ -178,7 +258,14 @@ def build(
     solutions_dir, notebooks_dir = root / "solutions", root / "notebooks"
     for source in lesson_sources(solutions_dir, only):
         lesson = read_lesson(source)
-        learner = learner_notebook(lesson)
+        solution = None
+        if execute:
+            say(f"executing {source.relative_to(root)} ...")
+            solution = solution_notebook(lesson, solutions_dir)
+            values = solution.metadata.course.filled
+        else:
+            values = recorded_values(solutions_dir / f"{source.stem}.ipynb")
+        learner = learner_notebook(lesson, values)
         target = notebooks_dir / f"{source.stem}.ipynb"
         if not edited_by_hand(target):
             write(learner, target)
@@ -195,10 +282,17 @@ def build(
                 f"! {target.relative_to(root)} had your edits and its lesson changed: your "
                 f"version is kept in {kept.relative_to(root)}, the new lesson is in its place"
             )
-        if execute:
-            say(f"executing {source.relative_to(root)} ...")
-            write(solution_notebook(lesson, solutions_dir), solutions_dir / f"{source.stem}.ipynb")
+        if solution is not None:
+            write(solution, solutions_dir / f"{source.stem}.ipynb")
             say(f"wrote solutions/{source.stem}.ipynb")
+
+
+def recorded_values(path: Path) -> dict[str, str]:
+    """The prose values a solution notebook was built with ({} if it has none or is absent)."""
+    try:
+        return dict(nbformat.read(path, as_version=4).metadata.get("course", {}).get("filled", {}))
+    except Exception:
+        return {}
 
 
 def staleness(source: Path, root: Path = ROOT) -> list[str]:
@@ -207,6 +301,15 @@ def staleness(source: Path, root: Path = ROOT) -> list[str]:
     lesson = read_lesson(source)
     learner_path = root / "notebooks" / f"{source.stem}.ipynb"
     solution_path = root / "solutions" / f"{source.stem}.ipynb"
+    values = recorded_values(solution_path)
+    missing = [f for f in fields(lesson) if f not in values]
+    if missing:
+        problems.append(
+            f"{solution_path.relative_to(root)} has no value for the prose field(s) "
+            + ", ".join("{{ " + f + " }}" for f in missing)
+        )
+        return problems
+    lesson = fill(lesson, values)
     if not learner_path.exists():
         problems.append(f"{learner_path.relative_to(root)} is missing")
     elif (
@@ -232,6 +335,13 @@ def staleness(source: Path, root: Path = ROOT) -> list[str]:
             problems.append(f"{solution_path.relative_to(root)}'s cells differ from {source.name}")
         elif any(c.cell_type == "code" and c.execution_count is None for c in solution.cells):
             problems.append(f"{solution_path.relative_to(root)} has cells that were never executed")
+        elif fields(read_lesson(source)) and solution.metadata.course.get(
+            "outputs_sha256"
+        ) != outputs_hash(solution):
+            problems.append(
+                f"{solution_path.relative_to(root)}'s outputs are not the ones its prose was "
+                "filled beside (executed again outside `make notebooks`?)"
+            )
     return problems
 
 

@@ -328,8 +328,8 @@ def test_build_says_what_it_writes_and_executes(root, fake_client):
     said = []
     authoring.build(root, say=said.append)
     assert said == [
-        "wrote notebooks/99_tiny.ipynb",
         "executing solutions/99_tiny.py ...",
+        "wrote notebooks/99_tiny.ipynb",
         "wrote solutions/99_tiny.ipynb",
     ]
     assert authoring.staleness(_source(root), root) == []
