@@ -110,8 +110,9 @@ def fill(nb, values: dict[str, str]):
     """A copy of `nb` whose markdown has each `{{ expr }}` replaced by its value."""
     missing = [f for f in fields(nb) if f not in values]
     if missing:
+        named = ", ".join("{{ " + f + " }}" for f in missing)
         raise AuthoringError(
-            f"{nb.metadata.course.source}: no value for {', '.join('{{ ' + f + ' }}' for f in missing)}"
+            f"{nb.metadata.course.source}: no value for {named}"
             " (run `make notebooks` with execution, which evaluates them)"
         )
     filled = copy.deepcopy(nb)
