@@ -78,7 +78,14 @@ class Good(nn.Module):
     def final(self, y):
         return y if self.decoder_norm is None else self.decoder_norm(y)
 
-    def decode(self, tgt, memory, tgt_mask, src_mask):
+    def decode(self, tgt, memory, src_mask, tgt_mask=None):
+        """As lesson 09 calls it, decode(tgt, memory, src_mask): the target's mask built
+        here when none is given."""
+        if tgt_mask is None:
+            tgt_mask = self.masks(tgt, tgt)[1]
+        return self.run_decoder(tgt, memory, tgt_mask, src_mask)
+
+    def run_decoder(self, tgt, memory, tgt_mask, src_mask):
         y = self.embed(self.tgt_embed, tgt)
         for layer in self.decoder_layers:
             y = layer(y, memory, tgt_mask, src_mask)
@@ -86,7 +93,7 @@ class Good(nn.Module):
 
     def forward(self, src, tgt):
         src_mask, tgt_mask = self.masks(src, tgt)
-        return self.decode(tgt, self.encode(src, src_mask), tgt_mask, src_mask)
+        return self.decode(tgt, self.encode(src, src_mask), src_mask, tgt_mask)
 
 
 # ------------------------------------------------------ correct alternatives ----------
@@ -254,7 +261,7 @@ class Stub(nn.Module):
 
 
 class DecodeStub(Good):
-    def decode(self, tgt, memory, tgt_mask, src_mask):
+    def decode(self, tgt, memory, src_mask, tgt_mask=None):
         # YOUR CODE HERE
         raise NotImplementedError
 
@@ -313,13 +320,13 @@ class CausalMaskOnTheEncoder(Good):
 
 
 class CrossAttentionWithoutSourcePadding(Good):
-    def decode(self, tgt, memory, tgt_mask, src_mask):
-        return super().decode(tgt, memory, tgt_mask, None)
+    def run_decoder(self, tgt, memory, tgt_mask, src_mask):
+        return super().run_decoder(tgt, memory, tgt_mask, None)
 
 
 class TargetMaskAsMemoryMask(Good):
-    def decode(self, tgt, memory, tgt_mask, src_mask):
-        return super().decode(tgt, memory, tgt_mask, tgt_mask)
+    def run_decoder(self, tgt, memory, tgt_mask, src_mask):
+        return super().run_decoder(tgt, memory, tgt_mask, tgt_mask)
 
 
 class EncoderIgnoresPadding(Good):
@@ -418,7 +425,7 @@ class LayersAlwaysPostLN(Good):
 
 
 class TargetEmbeddedWithSourceTable(Good):
-    def decode(self, tgt, memory, tgt_mask, src_mask):
+    def run_decoder(self, tgt, memory, tgt_mask, src_mask):
         y = self.embed(self.src_embed, tgt)
         for layer in self.decoder_layers:
             y = layer(y, memory, tgt_mask, src_mask)
@@ -437,7 +444,7 @@ class MemoryDropped(Good):
 
 
 class ReturnsTheDecoderState(Good):
-    def decode(self, tgt, memory, tgt_mask, src_mask):
+    def run_decoder(self, tgt, memory, tgt_mask, src_mask):
         y = self.embed(self.tgt_embed, tgt)
         for layer in self.decoder_layers:
             y = layer(y, memory, tgt_mask, src_mask)
@@ -489,7 +496,7 @@ WRONG = {
     TiedWhenNotAsked: diagnoses.TIED_UNASKED.format(which="src_embed and tgt_embed"),
     SoftmaxOnTheLogits: diagnoses.SOFTMAX,
     OneLayerRepeated: diagnoses.SAME_LAYER_REPEATED.format(
-        stack="encoder_layers", n=2, kind="EncoderLayer"
+        stack="encoder_layers", n=2, kind="reference.EncoderLayer"
     ),
     LayersNotChained: diagnoses.LAYERS_NOT_CHAINED.format(stack="encoder"),
     LayersWithTheDefaultRate: "drops at rate 0.1, but dropout=0.0 was asked",
@@ -550,12 +557,12 @@ class ScaleByDModel(Good):
 
 class NoMasksAtAll(Good):
     def forward(self, src, tgt):
-        return self.decode(tgt, self.encode(src, None), None, None)
+        return self.run_decoder(tgt, self.encode(src, None), None, None)
 
 
 class DecoderWithoutMask(Good):
-    def decode(self, tgt, memory, tgt_mask, src_mask):
-        return super().decode(tgt, memory, None, src_mask)
+    def run_decoder(self, tgt, memory, tgt_mask, src_mask):
+        return super().run_decoder(tgt, memory, None, src_mask)
 
 
 class PreLNWithoutEncoderNorm(Good):
@@ -578,7 +585,7 @@ class FinalNormsSwapped(Good):
 
 
 class TargetNotDropped(Good):
-    def decode(self, tgt, memory, tgt_mask, src_mask):
+    def run_decoder(self, tgt, memory, tgt_mask, src_mask):
         y = self.tgt_embed(tgt) * math.sqrt(self.d_model) + self.pe[: tgt.shape[1]]
         for layer in self.decoder_layers:
             y = layer(y, memory, tgt_mask, src_mask)
@@ -627,8 +634,8 @@ class TargetPaddingAsMemoryMask(Good):
     """The target's padding mask (not the source's) given to the cross-attention: it runs
     while T_src = T_tgt, hiding the wrong keys."""
 
-    def decode(self, tgt, memory, tgt_mask, src_mask):
-        return super().decode(tgt, memory, tgt_mask, padding_mask(tgt, self.pad_id))
+    def run_decoder(self, tgt, memory, tgt_mask, src_mask):
+        return super().run_decoder(tgt, memory, tgt_mask, padding_mask(tgt, self.pad_id))
 
 
 MORE = {
@@ -652,3 +659,222 @@ def test_more_wrong_answers_are_named(answer, verdict):
     passed, printed = verdict(check.EncoderDecoder, answer)
     assert passed is False and printed.startswith("❌ EncoderDecoder: "), printed
     assert MORE[answer] in printed, printed
+
+
+# ------------------------------------------- issue 32: wrong answers that passed ----------
+
+
+class ForwardPassesTheMaskDecodeDoesNot(Good):
+    """forward builds the target's mask and hands it to decode; decode called as lesson 09
+    calls it, decode(tgt, memory, src_mask), has none: no causal mask while decoding."""
+
+    def decode(self, tgt, memory, src_mask, tgt_mask=None):
+        return self.run_decoder(tgt, memory, tgt_mask, src_mask)
+
+
+class TargetPaddingOnTheQueryAxis(Good):
+    """The target's padding mask on the query axis, (B, 1, T, 1) & causal: the rows of
+    padded positions are hidden instead of the columns."""
+
+    def masks(self, src, tgt):
+        rows = (tgt != self.pad_id)[:, None, :, None]  # (B, 1, T_tgt, 1)
+        return padding_mask(src, self.pad_id), rows & causal_mask(tgt.shape[1])
+
+
+class MemoryDetachedInDecode(Good):
+    def run_decoder(self, tgt, memory, tgt_mask, src_mask):
+        return super().run_decoder(tgt, memory.detach(), tgt_mask, src_mask)
+
+
+class CausalOnlyWhileTraining(Good):
+    """ "The causal mask is for training": in eval mode the decoder sees the whole target."""
+
+    def masks(self, src, tgt):
+        src_mask = padding_mask(src, self.pad_id)
+        if self.training:
+            return src_mask, decoder_mask(tgt, self.pad_id)
+        return src_mask, padding_mask(tgt, self.pad_id)
+
+
+class OwnDecoderLayer(nn.Module):
+    """The learner's unfinished DecoderLayer from the exercise above."""
+
+    def __init__(self, d_model, n_heads, d_ff, dropout=0.1, norm_first=False):
+        super().__init__()
+        # YOUR CODE HERE
+        raise NotImplementedError
+
+    def forward(self, x, memory, tgt_mask=None, memory_mask=None):
+        raise NotImplementedError
+
+
+class UsesItsOwnUnfinishedDecoderLayer(Good):
+    def build(self, d_model, n_heads, n_layers, d_ff, dropout, norm_first):
+        super().build(d_model, n_heads, n_layers, d_ff, dropout, norm_first)
+        args = (d_model, n_heads, d_ff, dropout, norm_first)
+        self.decoder_layers = nn.ModuleList([OwnDecoderLayer(*args) for _ in range(n_layers)])
+
+
+ISSUE_32 = {
+    ForwardPassesTheMaskDecodeDoesNot: "decode(tgt, memory, src_mask), called as lesson 09 "
+    "calls it",
+    TargetPaddingOnTheQueryAxis: "only at the target's padded positions",
+    MemoryDetachedInDecode: "the memory (the encoder's output) is detached",
+    CausalOnlyWhileTraining: "in eval mode",
+    UsesItsOwnUnfinishedDecoderLayer: "reference.DecoderLayer",
+}
+
+
+@pytest.mark.parametrize("answer", ISSUE_32, ids=[a.__name__ for a in ISSUE_32])
+def test_issue_32_mistakes_are_named(answer, verdict):
+    passed, printed = verdict(check.EncoderDecoder, answer)
+    assert passed is False and printed.startswith("❌ EncoderDecoder: "), printed
+    assert ISSUE_32[answer] in printed, printed
+
+
+def test_the_missing_causal_mask_of_decode_is_named(verdict):
+    passed, printed = verdict(check.EncoderDecoder, ForwardPassesTheMaskDecodeDoesNot)
+    assert "causal" in printed and "decoder_mask(tgt, self.pad_id)" in printed, printed
+
+
+def test_padding_on_the_query_axis_says_where_padding_belongs(verdict):
+    passed, printed = verdict(check.EncoderDecoder, TargetPaddingOnTheQueryAxis)
+    assert "key axis" in printed, printed
+
+
+def test_a_detached_memory_is_not_called_detached_embeddings(verdict):
+    passed, printed = verdict(check.EncoderDecoder, MemoryDetachedInDecode)
+    assert diagnoses.EMBEDDINGS_DETACHED not in printed, printed
+
+
+@pytest.mark.parametrize("answer", [OneLayerRepeated, LayersWithTheDefaultRate, LayersAlwaysPostLN])
+def test_the_layers_shown_are_the_courses(answer, verdict):
+    """The model is built from course.layers: a message shows reference.DecoderLayer(...),
+    never a bare DecoderLayer(...), which in the notebook is the learner's own class."""
+    passed, printed = verdict(check.EncoderDecoder, answer)
+    assert passed is False and "reference.EncoderLayer(" in printed, printed
+
+
+# ----------------------------------------- ten more plausible wrong answers ----------
+
+
+class DecodeBuildsOnlyTheCausalMask(Good):
+    def decode(self, tgt, memory, src_mask, tgt_mask=None):
+        if tgt_mask is None:
+            tgt_mask = causal_mask(tgt.shape[1])  # the padding forgotten here
+        return self.run_decoder(tgt, memory, tgt_mask, src_mask)
+
+
+class EncodeWithoutTheFinalNorm(Good):
+    """Pre-LN: encoder_norm applied in forward, after encode, so encode alone lacks it."""
+
+    def encode(self, src, src_mask):
+        x = self.embed(self.src_embed, src)
+        for layer in self.encoder_layers:
+            x = layer(x, src_mask)
+        return x
+
+    def forward(self, src, tgt):
+        src_mask, tgt_mask = self.masks(src, tgt)
+        memory = self.encode(src, src_mask)
+        if self.encoder_norm is not None:
+            memory = self.encoder_norm(memory)
+        return self.decode(tgt, memory, src_mask, tgt_mask)
+
+
+class DecodeReturnsTheDecoderState(Good):
+    """self.out applied in forward, after decode."""
+
+    def run_decoder(self, tgt, memory, tgt_mask, src_mask):
+        y = self.embed(self.tgt_embed, tgt)
+        for layer in self.decoder_layers:
+            y = layer(y, memory, tgt_mask, src_mask)
+        return self.final(y)
+
+    def forward(self, src, tgt):
+        return self.out(super().forward(src, tgt))
+
+
+class DropoutRateHardCoded(Good):
+    def embed(self, table, tokens):
+        x = table(tokens) * math.sqrt(self.d_model) + self.pe[: tokens.shape[1]]
+        return F.dropout(x, 0.1, self.training)  # the constructor's rate not used
+
+
+class PositionsOfTheBatchLength(Good):
+    def embed(self, table, tokens):
+        x = table(tokens) * math.sqrt(self.d_model)
+        return self.dropout(x + self.pe[: tokens.shape[0]])  # shape[0] is B, not T
+
+
+class InvertedPaddingMasks(Good):
+    def masks(self, src, tgt):
+        src_mask = (src == self.pad_id)[:, None, None, :]
+        tgt_mask = (tgt == self.pad_id)[:, None, None, :] & causal_mask(tgt.shape[1])
+        return src_mask, tgt_mask
+
+
+class TiedOnlyToTheOutput(Good):
+    def tie(self):
+        self.out.weight = self.tgt_embed.weight  # the source table left apart
+
+
+class DecodeUsesTheMaskOfTheLastForward(Good):
+    def forward(self, src, tgt):
+        self.src_mask = padding_mask(src, self.pad_id)  # kept for decode
+        return super().forward(src, tgt)
+
+    def decode(self, tgt, memory, src_mask, tgt_mask=None):
+        return super().decode(tgt, memory, self.src_mask, tgt_mask)
+
+
+class EncodeReturnsAPair(Good):
+    def encode(self, src, src_mask):
+        return super().encode(src, src_mask), src_mask
+
+    def forward(self, src, tgt):
+        src_mask, tgt_mask = self.masks(src, tgt)
+        memory, _ = self.encode(src, src_mask)
+        return self.decode(tgt, memory, src_mask, tgt_mask)
+
+
+class DecodeIgnoresItsSourceMask(Good):
+    """forward runs the stacks itself; decode, written for lesson 09, drops src_mask."""
+
+    def decode(self, tgt, memory, src_mask, tgt_mask=None):
+        return super().decode(tgt, memory, None, tgt_mask)
+
+    def forward(self, src, tgt):
+        src_mask, tgt_mask = self.masks(src, tgt)
+        return self.run_decoder(tgt, self.encode(src, src_mask), tgt_mask, src_mask)
+
+
+class DecodeMasksWithTheMemoryLength(Good):
+    def decode(self, tgt, memory, src_mask, tgt_mask=None):
+        if tgt_mask is None:  # the length of the wrong side
+            tgt_mask = padding_mask(tgt, self.pad_id) & causal_mask(memory.shape[1])
+        return self.run_decoder(tgt, memory, tgt_mask, src_mask)
+
+
+EXTRA = {
+    DecodeBuildsOnlyTheCausalMask: diagnoses.DECODE_NO_TGT_PADDING,
+    EncodeWithoutTheFinalNorm: diagnoses.ENCODE_NO_NORM,
+    DecodeReturnsTheDecoderState: "has shape (2, 5, 12), expected (2, 5, 13)",
+    DropoutRateHardCoded: "changes the output although dropout=0.0",
+    PositionsOfTheBatchLength: "each side adds its own positions, pe[:T] with its own length",
+    InvertedPaddingMasks: diagnoses.INVERTED_MASKS,
+    TiedOnlyToTheOutput: diagnoses.UNTIED.format(
+        which="self.tgt_embed.weight and self.out.weight are not src_embed's matrix"
+    ),
+    DecodeUsesTheMaskOfTheLastForward: diagnoses.DECODE_STALE_MASK,
+    EncodeReturnsAPair: "returned a tuple of 2 things; lesson 09 takes one tensor from it",
+    DecodeIgnoresItsSourceMask: diagnoses.DECODE_NO_CROSS_MASK,
+    DecodeMasksWithTheMemoryLength: "Check the masks' shapes",
+}
+
+
+@pytest.mark.parametrize("answer", EXTRA, ids=[a.__name__ for a in EXTRA])
+def test_extra_wrong_answers_are_named(answer, verdict):
+    passed, printed = verdict(check.EncoderDecoder, answer)
+    assert passed is False and printed.startswith("❌ EncoderDecoder: "), printed
+    assert EXTRA[answer] in printed, printed

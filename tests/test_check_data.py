@@ -8,6 +8,7 @@ mistake's diagnosis, on one verdict line.
 """
 
 import itertools
+import math
 import random
 from collections import Counter
 
@@ -390,3 +391,209 @@ def test_checking_leaves_the_global_random_states_as_they_were(answer, verdict):
 def test_the_message_names_the_items_shown_not_their_full_list(verdict):
     passed, printed = verdict(check.grouped_split, pair_by_pair)
     assert "Go." in printed and len(printed) < 900, printed
+
+
+# ------------------------------------------- issue 32: wrong answers that passed ----------
+
+
+def keys_through_a_set(items, group, test_fraction, seed):
+    """The keys deduplicated by a set, then shuffled: the set's order follows the keys'
+    hashes, which change with PYTHONHASHSEED from one process to the next."""
+    keys = list({group(item) for item in items})
+    random.Random(seed).shuffle(keys)
+    target, chosen, count = round(test_fraction * len(items)), set(), 0
+    sizes = Counter(group(item) for item in items)
+    for key in keys:
+        if count >= target:
+            break
+        chosen.add(key)
+        count += sizes[key]
+    train = [item for item in items if group(item) not in chosen]
+    test = [item for item in items if group(item) in chosen]
+    return train, test
+
+
+def keys_normalised(items, group, test_fraction, seed):
+    """'Go.' and 'go.' made one group: the keys lowercased and stripped."""
+    return tatoeba.grouped_split(
+        items, lambda item: str(group(item)).strip().lower(), test_fraction, seed
+    )
+
+
+def groups_in_the_order_of_shuffled_items(items, group, test_fraction, seed):
+    """The items shuffled, then the groups taken in the order they first appear: a group
+    with many items is likely to appear early."""
+    order = list(range(len(items)))
+    random.Random(seed).shuffle(order)
+    members = {}
+    for i in order:
+        members.setdefault(group(items[i]), []).append(i)
+    return _sides(items, _take(list(members.values()), round(test_fraction * len(items))))
+
+
+def fraction_of_groups_as_group_shuffle_split(items, group, test_fraction, seed):
+    """scikit-learn's GroupShuffleSplit(test_size=test_fraction): ceil(test_fraction *
+    n_groups) groups, drawn from the sorted unique keys by a RandomState."""
+    keys = [group(item) for item in items]
+    unique = sorted(set(keys))
+    order = np.random.RandomState(seed).permutation(len(unique))
+    n_test = int(np.ceil(test_fraction * len(unique)))
+    chosen = {unique[i] for i in order[:n_test]}
+    train = [item for item, key in zip(items, keys, strict=True) if key not in chosen]
+    test = [item for item, key in zip(items, keys, strict=True) if key in chosen]
+    return train, test
+
+
+def fraction_of_groups_as_train_test_split(items, group, test_fraction, seed):
+    """train_test_split on the keys (in order of appearance), test_size=test_fraction."""
+    keys = list(dict.fromkeys(group(item) for item in items))
+    shuffled = [keys[i] for i in np.random.RandomState(seed).permutation(len(keys))]
+    n_test = math.ceil(test_fraction * len(keys))
+    test_keys = set(shuffled[:n_test])
+    train = [item for item in items if group(item) not in test_keys]
+    test = [item for item in items if group(item) in test_keys]
+    return train, test
+
+
+_FRACTION_OF_GROUPS = "test_fraction was taken as a fraction of the groups"
+ISSUE_32 = [
+    (keys_through_a_set, "PYTHONHASHSEED"),
+    (keys_normalised, "differ only in case or spaces"),
+    (groups_in_the_order_of_shuffled_items, "favours large groups"),
+    (fraction_of_groups_as_group_shuffle_split, _FRACTION_OF_GROUPS),
+    (fraction_of_groups_as_train_test_split, _FRACTION_OF_GROUPS),
+]
+
+
+@pytest.mark.parametrize("answer, diagnosis", ISSUE_32, ids=[w[0].__name__ for w in ISSUE_32])
+def test_issue_32_mistakes_are_named(answer, diagnosis, verdict):
+    passed, printed = verdict(check.grouped_split, answer)
+    assert passed is False and printed.startswith("❌ grouped_split: "), printed
+    assert diagnosis in printed, printed
+
+
+def split_with_int_target(items, group, test_fraction, seed):
+    """int() instead of round(): inside the tolerance of one group."""
+    groups = list(_members(items, group).values())
+    random.Random(seed).shuffle(groups)
+    return _sides(items, _take(groups, int(test_fraction * len(items))))
+
+
+def split_with_sorted_keys(items, group, test_fraction, seed):
+    """The keys sorted before the seeded shuffle: the same split in every process."""
+    members = _members(items, group)
+    keys = sorted(members)
+    random.Random(seed).shuffle(keys)
+    return _sides(items, _take([members[k] for k in keys], round(test_fraction * len(items))))
+
+
+@pytest.mark.parametrize("answer", [split_with_int_target, split_with_sorted_keys])
+def test_more_correct_answers_pass(answer, verdict):
+    passed, printed = verdict(check.grouped_split, answer)
+    assert passed is True, printed
+
+
+# ----------------------------------------- ten more plausible wrong answers ----------
+
+
+def returns_indices(items, group, test_fraction, seed):
+    groups = list(_members(items, group).values())
+    random.Random(seed).shuffle(groups)
+    in_test = _take(groups, round(test_fraction * len(items)))
+    return [i for i in range(len(items)) if i not in in_test], sorted(in_test)
+
+
+def returns_groups_nested(items, group, test_fraction, seed):
+    by_group = {}
+    for item in items:
+        by_group.setdefault(group(item), []).append(item)
+    groups = list(by_group.values())
+    random.Random(seed).shuffle(groups)
+    target, train, test = round(test_fraction * len(items)), [], []
+    for members in groups:
+        (test if sum(map(len, test)) < target else train).append(members)  # lists of lists
+    return train, test
+
+
+def samples_a_fraction_of_the_groups(items, group, test_fraction, seed):
+    keys = list(dict.fromkeys(group(item) for item in items))
+    test_keys = set(random.Random(seed).sample(keys, round(test_fraction * len(keys))))
+    train = [item for item in items if group(item) not in test_keys]
+    test = [item for item in items if group(item) in test_keys]
+    return train, test
+
+
+def target_counted_in_groups(items, group, test_fraction, seed):
+    groups = list(_members(items, group).values())
+    random.Random(seed).shuffle(groups)
+    return _sides(items, _take(groups, round(test_fraction * len(groups))))  # items vs groups
+
+
+def coin_per_group(items, group, test_fraction, seed):
+    rng = random.Random(seed)
+    keys = list(dict.fromkeys(group(item) for item in items))
+    test_keys = {key for key in keys if rng.random() < test_fraction}
+    train = [item for item in items if group(item) not in test_keys]
+    test = [item for item in items if group(item) in test_keys]
+    return train, test
+
+
+def generator_made_per_group(items, group, test_fraction, seed):
+    keys = list(dict.fromkeys(group(item) for item in items))
+    test_keys = {key for key in keys if random.Random(seed).random() < test_fraction}
+    train = [item for item in items if group(item) not in test_keys]
+    test = [item for item in items if group(item) in test_keys]
+    return train, test
+
+
+def smallest_groups_first(items, group, test_fraction, seed):
+    groups = list(_members(items, group).values())
+    random.Random(seed).shuffle(groups)
+    groups.sort(key=len)  # "small groups first, to hit the target exactly"
+    return _sides(items, _take(groups, round(test_fraction * len(items))))
+
+
+def shuffled_by_a_seeded_hash(items, group, test_fraction, seed):
+    """The groups ordered by hash((seed, key)), "a shuffle without a generator": hash() of a
+    str changes from one process to the next."""
+    members = _members(items, group)
+    keys = sorted(members, key=lambda key: hash((seed, key)))
+    return _sides(items, _take([members[k] for k in keys], round(test_fraction * len(items))))
+
+
+def returns_filters(items, group, test_fraction, seed):
+    train, test = tatoeba.grouped_split(items, group, test_fraction, seed)
+    return filter(None, train), filter(None, test)
+
+
+def items_in_a_set_per_group(items, group, test_fraction, seed):
+    by_group = {}
+    for item in items:
+        by_group.setdefault(group(item), set()).add(item)  # a set: duplicates collapse
+    groups = list(by_group.values())
+    random.Random(seed).shuffle(groups)
+    target, train, test = round(test_fraction * len(items)), [], []
+    for members in groups:
+        (test if len(test) < target else train).extend(members)
+    return train, test
+
+
+MORE = [
+    (returns_indices, "which is not one of the items. Return the items themselves"),
+    (returns_groups_nested, "which is not one of the items"),
+    (samples_a_fraction_of_the_groups, _FRACTION_OF_GROUPS),
+    (target_counted_in_groups, "test_fraction is a fraction of the items, not of the groups"),
+    (coin_per_group, "give or take one group"),
+    (generator_made_per_group, "test holds 0 of the 43 items"),
+    (smallest_groups_first, "was never in the test set"),
+    (shuffled_by_a_seeded_hash, "when only the hash values of the group keys changed"),
+    (returns_filters, "should be a list of items, got a filter"),
+    (items_in_a_set_per_group, "is twice in items but only once in train + test"),
+]
+
+
+@pytest.mark.parametrize("answer, diagnosis", MORE, ids=[w[0].__name__ for w in MORE])
+def test_more_mistakes_are_named(answer, diagnosis, verdict):
+    passed, printed = verdict(check.grouped_split, answer)
+    assert passed is False and printed.startswith("❌ grouped_split: "), printed
+    assert diagnosis in printed, printed

@@ -699,3 +699,27 @@ def test_the_encoder_at_every_step_is_named_in_full(verdict):
         "src_mask); each step then calls model.decode(tokens, memory, src_mask) (model(src, "
         "tgt) runs the encoder again every time)\n"
     )
+
+
+# ------------------------------------------- issue 32: <bos> kept, named first ----------
+
+
+@torch.no_grad()
+def greedy_keeping_bos(model, src, max_len, bos_id, eos_id):
+    """A textbook greedy decoder adapted to the signature only: it returns the prefix with
+    its <bos>, runs max_len - 1 steps, and never stops at <eos>."""
+    src_mask = padding_mask(src, model.pad_id)
+    memory = model.encode(src, src_mask)
+    ys = torch.full((src.shape[0], 1), bos_id, dtype=torch.long)
+    for _ in range(max_len - 1):
+        out = model.decode(ys, memory, src_mask)
+        next_word = out[:, -1].argmax(dim=-1)
+        ys = torch.cat([ys, next_word[:, None]], dim=1)
+    return ys
+
+
+def test_a_kept_bos_is_named_before_the_rest(verdict):
+    passed, printed = verdict(check.greedy_decode, greedy_keeping_bos)
+    assert passed is False and printed.startswith("❌ greedy_decode: "), printed
+    assert "the output starts with <bos>: leave it out" in printed, printed
+    assert "chose token" not in printed.split("without it")[0], printed

@@ -329,3 +329,273 @@ def test_a_correct_answer_fails_a_check_with_probability_below_one_in_a_billion(
     token_tests = sum(len(case.rows) * len(case.rows[0]) for case in sampling.CASES + sampling.BOTH)
     assert token_tests <= 110  # as the checker's docstring says
     assert token_tests * sampling.FALSE_ALARM + token_tests * (1 - sampling.MUST) ** 4000 < 1e-9
+
+
+# ------------------------------------------- issue 32: wrong answers that passed ----------
+# Each written as a learner writes it; each was accepted, or named as another mistake,
+# before the checker learnt it.
+
+
+def _filtered(scores, top_k, top_p):
+    """Right top-k (on scores) and top-p: the probabilities."""
+    if top_k is not None:
+        kth = scores.topk(top_k, dim=-1).values[..., -1:]
+        scores = scores.masked_fill(scores < kth, float("-inf"))
+    probs = scores.softmax(dim=-1)
+    if top_p is not None:
+        sorted_probs, order = probs.sort(dim=-1, descending=True)
+        drop = sorted_probs.cumsum(-1) - sorted_probs >= top_p
+        probs = probs.masked_fill(torch.zeros_like(drop).scatter(-1, order, drop), 0.0)
+    return probs
+
+
+def _draw(probs, logits, generator):
+    ids = torch.multinomial(probs.reshape(-1, probs.shape[-1]), 1, generator=generator)
+    return ids.reshape(logits.shape[:-1])
+
+
+def fixed_seed_without_a_generator(logits, temperature=1.0, top_k=None, top_p=None, generator=None):
+    if generator is None:
+        generator = torch.Generator().manual_seed(0)  # "reproducible by default"
+    if temperature == 0:
+        return logits.argmax(dim=-1)
+    return _draw(_filtered(logits / temperature, top_k, top_p), logits, generator)
+
+
+def threshold_from_the_raw_logits(logits, temperature=1.0, top_k=None, top_p=None, generator=None):
+    if temperature == 0:
+        return logits.argmax(dim=-1)
+    scores = logits / temperature
+    if top_k is not None:
+        kth = torch.topk(logits, top_k, dim=-1).values[..., -1:]  # <- logits, not scores
+        scores = scores.masked_fill(scores < kth, float("-inf"))
+    return _draw(_filtered(scores, None, top_p), logits, generator)
+
+
+def temperature_only_without_top_k(logits, temperature=1.0, top_k=None, top_p=None, generator=None):
+    if temperature == 0:
+        return logits.argmax(dim=-1)
+    if top_k is None:
+        scores = logits / temperature
+    else:
+        scores = logits.clone()  # the temperature forgotten on this branch
+    return _draw(_filtered(scores, top_k, top_p), logits, generator)
+
+
+def tiny_temperature_for_greedy(logits, temperature=1.0, top_k=None, top_p=None, generator=None):
+    temperature = max(temperature, 1e-6)  # "no division by zero": greedy by a one-hot draw
+    return _draw(_filtered(logits / temperature, top_k, top_p), logits, generator)
+
+
+def cut_to_a_tiny_logit(logits, temperature=1.0, top_k=None, top_p=None, generator=None):
+    """minGPT's first top-k: the cut logits set to 1e-10, which is not -inf."""
+    if temperature == 0:
+        return logits.argmax(dim=-1)
+    scores = logits / temperature
+    if top_k is not None:
+        kth = scores.topk(top_k, dim=-1).values[..., -1:]
+        scores = torch.where(scores < kth, torch.full_like(scores, 1e-10), scores)
+    return _draw(_filtered(scores, None, top_p), logits, generator)
+
+
+def top_k_before_the_greedy_branch(logits, temperature=1.0, top_k=None, top_p=None, generator=None):
+    """Top-k first, greedy after, the threshold kept as (B,): a crash on a batch."""
+    if top_k is not None:
+        top = torch.topk(logits, top_k)[0]
+        smallest = top[:, -1]  # (B,): does not broadcast against (B, V)
+        logits = torch.where(logits < smallest, torch.tensor(float("-inf")), logits)
+    if temperature > 0:
+        return _draw(_filtered(logits / temperature, None, top_p), logits, generator)
+    return torch.argmax(logits, dim=-1)
+
+
+def nucleus_indexed_flat(logits, temperature=1.0, top_k=None, top_p=None, generator=None):
+    """A one-row top-p recipe run on a batch: the removed ids index the batch axis."""
+    if temperature == 0:
+        return logits.argmax(dim=-1)
+    scores = logits / temperature
+    if top_k is not None:
+        kth = torch.topk(scores, top_k)[0][..., -1, None]
+        scores[scores < kth] = float("-inf")
+    if top_p is not None:
+        sorted_scores, sorted_indices = torch.sort(scores, descending=True)
+        cumulative = torch.cumsum(torch.softmax(sorted_scores, dim=-1), dim=-1)
+        sorted_remove = cumulative > top_p
+        sorted_remove[..., 1:] = sorted_remove[..., :-1].clone()
+        sorted_remove[..., 0] = False
+        scores[sorted_indices[sorted_remove]] = float("-inf")
+    return _draw(torch.softmax(scores, dim=-1), logits, generator)
+
+
+def nucleus_sorted_ascending(logits, temperature=1.0, top_k=None, top_p=None, generator=None):
+    if temperature == 0:
+        return logits.argmax(dim=-1)
+    probs = _filtered(logits / temperature, top_k, None)
+    if top_p is not None:
+        sorted_probs, order = probs.sort(dim=-1)  # ascending: descending=True forgotten
+        drop = sorted_probs.cumsum(-1) - sorted_probs >= top_p
+        probs = probs.masked_fill(torch.zeros_like(drop).scatter(-1, order, drop), 0.0)
+    return _draw(probs, logits, generator)
+
+
+ISSUE_32 = [
+    (fixed_seed_without_a_generator, "generator=None, two calls drew exactly the same ids"),
+    (threshold_from_the_raw_logits, "top-k's threshold was taken from the logits before"),
+    (temperature_only_without_top_k, "the temperature was ignored when top_k was given"),
+    (tiny_temperature_for_greedy, "the ids are the argmax, but your code drew from the generator"),
+    (cut_to_a_tiny_logit, "top-k set the cut tokens to a finite value, not -inf"),
+    (top_k_before_the_greedy_branch, "keep the last axis, topk(k, dim=-1).values[..., -1:]"),
+    (nucleus_indexed_flat, "the ids index the batch axis"),
+    (nucleus_sorted_ascending, "top-p sorted the probabilities in ascending order"),
+]
+
+
+@pytest.mark.parametrize("answer, diagnosis", ISSUE_32, ids=[w[0].__name__ for w in ISSUE_32])
+def test_issue_32_mistakes_are_named(answer, diagnosis, verdict):
+    passed, printed = verdict(check.sample_next, answer)
+    assert passed is False and printed.startswith("❌ sample_next: "), printed
+    assert diagnosis in printed, printed
+
+
+def test_a_greedy_crash_is_not_blamed_on_the_division(verdict):
+    passed, printed = verdict(check.sample_next, top_k_before_the_greedy_branch)
+    assert "before dividing by the temperature" not in printed, printed
+
+
+def test_a_finite_cut_is_not_called_top_k_ignored(verdict):
+    passed, printed = verdict(check.sample_next, cut_to_a_tiny_logit)
+    assert "top_k was ignored" not in printed, printed
+
+
+def test_an_ascending_nucleus_is_not_called_top_p_ignored(verdict):
+    passed, printed = verdict(check.sample_next, nucleus_sorted_ascending)
+    assert "top_p was ignored" not in printed, printed
+
+
+def test_a_case_combines_top_k_with_a_temperature():
+    assert any(c.top_k is not None and c.temperature != 1 for c in sampling.CASES)
+
+
+# ----------------------------------------- ten more plausible wrong answers ----------
+
+
+def top_k_positions_returned(logits, temperature=1.0, top_k=None, top_p=None, generator=None):
+    if temperature == 0:
+        return logits.argmax(dim=-1)
+    scores = logits / temperature
+    if top_k is not None and top_p is None:
+        values, _ = scores.topk(top_k, dim=-1)  # the indices thrown away
+        return _draw(values.softmax(dim=-1), logits, generator)
+    return _draw(_filtered(scores, top_k, top_p), logits, generator)
+
+
+def sorted_positions_returned(logits, temperature=1.0, top_k=None, top_p=None, generator=None):
+    if temperature == 0:
+        return logits.argmax(dim=-1)
+    probs = _filtered(logits / temperature, top_k, None)
+    if top_p is not None:
+        sorted_probs, _ = probs.sort(dim=-1, descending=True)
+        keep = sorted_probs.cumsum(-1) - sorted_probs < top_p
+        return _draw(sorted_probs * keep, logits, generator)  # a position, not a token id
+    return _draw(probs, logits, generator)
+
+
+def softmax_twice(logits, temperature=1.0, top_k=None, top_p=None, generator=None):
+    if temperature == 0:
+        return logits.argmax(dim=-1)
+    probs = torch.softmax(logits / temperature, dim=-1)
+    return _draw(_filtered(probs, top_k, top_p), logits, generator)  # softmax of probabilities
+
+
+def probabilities_divided(logits, temperature=1.0, top_k=None, top_p=None, generator=None):
+    if temperature == 0:
+        return logits.argmax(dim=-1)
+    probs = _filtered(logits, top_k, top_p) / temperature  # multinomial renormalises it away
+    return _draw(probs, logits, generator)
+
+
+def log_probabilities_drawn(logits, temperature=1.0, top_k=None, top_p=None, generator=None):
+    if temperature == 0:
+        return logits.argmax(dim=-1)
+    log_probs = torch.log_softmax(logits / temperature, dim=-1)
+    return _draw(log_probs, logits, generator)
+
+
+def one_draw_for_the_batch(logits, temperature=1.0, top_k=None, top_p=None, generator=None):
+    if temperature == 0:
+        return logits.argmax(dim=-1)
+    probs = _filtered(logits / temperature, top_k, top_p).reshape(-1, logits.shape[-1])
+    token = torch.multinomial(probs[0], 1, generator=generator)  # one draw ...
+    return token.expand(probs.shape[0]).reshape(logits.shape[:-1])  # ... for every row
+
+
+def generator_only_without_filters(logits, temperature=1.0, top_k=None, top_p=None, generator=None):
+    if temperature == 0:
+        return logits.argmax(dim=-1)
+    probs = _filtered(logits / temperature, top_k, top_p).reshape(-1, logits.shape[-1])
+    if top_k is None and top_p is None:
+        ids = torch.multinomial(probs, 1, generator=generator)
+    else:
+        ids = torch.multinomial(probs, 1)  # generator= forgotten on this branch
+    return ids.reshape(logits.shape[:-1])
+
+
+def new_generator_when_filtering(logits, temperature=1.0, top_k=None, top_p=None, generator=None):
+    if temperature == 0:
+        return logits.argmax(dim=-1)
+    if top_k is not None or top_p is not None:
+        generator = torch.Generator()  # a fresh one: always the default seed
+    return _draw(_filtered(logits / temperature, top_k, top_p), logits, generator)
+
+
+def top_k_strictly_above(logits, temperature=1.0, top_k=None, top_p=None, generator=None):
+    if temperature == 0:
+        return logits.argmax(dim=-1)
+    scores = logits / temperature
+    if top_k is not None:
+        kth = scores.topk(top_k, dim=-1).values[..., -1:]
+        scores = scores.masked_fill(~(scores > kth), float("-inf"))  # the k-th itself cut
+    return _draw(_filtered(scores, None, top_p), logits, generator)
+
+
+def top_k_sorted_ascending(logits, temperature=1.0, top_k=None, top_p=None, generator=None):
+    if temperature == 0:
+        return logits.argmax(dim=-1)
+    scores = logits / temperature
+    if top_k is not None:
+        kth = scores.sort(dim=-1).values[..., top_k - 1 : top_k]  # the k-th smallest
+        scores = scores.masked_fill(scores < kth, float("-inf"))
+    return _draw(_filtered(scores, None, top_p), logits, generator)
+
+
+def scores_aliased_at_temperature_one(logits, temperature=1.0, top_k=None, top_p=None,
+                                      generator=None):  # fmt: skip
+    if temperature == 0:
+        return logits.argmax(dim=-1)
+    scores = logits if temperature == 1 else logits / temperature  # no copy at 1
+    if top_k is not None:
+        kth = scores.topk(top_k, dim=-1).values[..., -1:]
+        scores[scores < kth] = float("-inf")  # writes into the caller's logits
+    return _draw(_filtered(scores, None, top_p), logits, generator)
+
+
+MORE = [
+    (top_k_positions_returned, "the ids drawn are positions in the top-k list (0 .. 2)"),
+    (sorted_positions_returned, "the ids drawn are positions in the sorted order"),
+    (softmax_twice, "the softmax was applied twice"),
+    (probabilities_divided, "the temperature was ignored: divide the logits by it"),
+    (log_probabilities_drawn, "torch.multinomial takes probabilities, each >= 0 and finite"),
+    (one_draw_for_the_batch, "rows got the same id"),
+    (generator_only_without_filters, "generator given: your code drew from torch's global"),
+    (new_generator_when_filtering, "two calls with the same generator drew exactly the same"),
+    (top_k_strictly_above, "top-k kept k - 1 tokens"),
+    (top_k_sorted_ascending, "top-k's threshold is the k-th *smallest* logit"),
+    (scores_aliased_at_temperature_one, "changed one of its input tensors in place"),
+]
+
+
+@pytest.mark.parametrize("answer, diagnosis", MORE, ids=[w[0].__name__ for w in MORE])
+def test_more_mistakes_are_named(answer, diagnosis, verdict):
+    passed, printed = verdict(check.sample_next, answer)
+    assert passed is False and printed.startswith("❌ sample_next: "), printed
+    assert diagnosis in printed, printed

@@ -16,17 +16,30 @@ with its own diagnosis, in this order (the first problem found is the one report
    set cut at exactly round(test_fraction * len(items)) items (the last group cut in two),
    the items kept together by item[1] or item[0] instead of group(item), or a split drawn
    pair by pair (many groups cut);
-4. the test set's size: round(test_fraction * n) give or take the largest group (the
-   course's answer stops once test holds that many or more; stopping before it is
-   exceeded is right too). (test, train) returned swapped, or test_fraction taken as the
-   training fraction, is named;
+4. the test set's size: test_fraction is a fraction of the *items*, so test holds
+   round(test_fraction * n) items give or take one group (the largest: the course's
+   answer stops once test holds that many or more; stopping before it is exceeded, or
+   int() instead of round(), is right too). (test, train) returned swapped, or
+   test_fraction taken as the training fraction, is named. test_fraction taken as a
+   fraction of the *groups* (scikit-learn's GroupShuffleSplit) is named from seeds 0 to 99
+   of the same case (the same number of groups every time, a varying number of items),
+   whether or not this split's size is off, so that every implementation of that rule
+   gets the same verdict;
 5. the same seed gives the same split: two calls with seed=3 (the global random state or
-   an unseeded generator is named);
+   an unseeded generator is named); and again when only the hash values of the keys change
+   (Sentence keys, whose hash the checker sets): a set of keys iterated in hash order gives
+   another split in another process, where PYTHONHASHSEED differs;
 6. the seed matters: seeds 0 to 19 give at least 5 different test sets (an ignored seed,
    groups never shuffled, or groups taken in sorted order is named);
 7. the groups are drawn at random: over seeds 0 to 99 every group is in the test set at
-   least once, and the test set is not always a run of consecutive groups (as they
-   appear, or sorted);
+   least once, the test set is not always a run of consecutive groups (as they appear, or
+   sorted), and test_fraction is not a fraction of the groups; over seeds 0 to 199 the
+   group of 12 items (among 24 of one) is in the test set in at most half of the splits
+   (shuffling the groups: about 28%; groups in the order they first appear among shuffled
+   items: about 95%);
+7b. the keys are used as given: over seeds 0 to 59 at test_fraction 0.5, two groups whose
+   keys differ only in case or spaces ("Go." and "go.") are on different sides at least
+   once (a correct answer keeps them together all 60 times with probability about 1e-18);
 8. the global random states (random, numpy.random, torch) are as they were before each
    call: seeding or drawing from them resets the caller's own randomness. The checker
    restores them in any case.
@@ -36,7 +49,9 @@ sentence, some English sentences with 2 to 4 French translations, one French sen
 translating several English ones, and one pair given twice; one item per group; one group
 holding a third of the items; a group key that is not item[1] (the English sentence
 lowercased, so "Go." and "go." are one group); and frozen dataclass items, which cannot be
-indexed at all. test_fraction 0.1, 0.2 and 0.5, seeds 0 to 42. An empty `items` is not
+indexed at all. test_fraction 0.1, 0.2 and 0.5, seeds 0 to 42. Then, for the judgements
+above: the first pairs grouped by Sentence(english), and twenty pairs whose English
+sentences differ only in case or spaces, grouped as written. An empty `items` is not
 asked for.
 """
 
@@ -44,6 +59,7 @@ from __future__ import annotations
 
 import copy
 import random
+import zlib
 from collections import Counter
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass
@@ -170,6 +186,50 @@ _SORRY = (
 _CATS = tuple((f"J'ai {n} chats.", f"I have {n} cats.") for n in range(2, 26))
 _AGES = tuple((f"J'ai {n} ans.", f"I'm {n} years old.") for n in range(10, 40))
 
+
+class Sentence:
+    """A group key that is a sentence, with a hash the checker sets (SALT): Python's own
+    string hashes change from one process to the next (PYTHONHASHSEED), and a split that
+    depends on them (a set of keys, iterated) is not the same split in the next process.
+    Equal and ordered as its text; shown as its text."""
+
+    SALT = 0
+
+    def __init__(self, text: str):
+        self.text = text
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, Sentence) and self.text == other.text
+
+    def __lt__(self, other) -> bool:
+        return self.text < other.text
+
+    def __hash__(self) -> int:
+        return zlib.crc32(f"{Sentence.SALT}:{self.text}".encode())
+
+    def __repr__(self) -> str:
+        return repr(self.text)
+
+    def item(self) -> Sentence:
+        """Itself, as numpy's scalars give theirs: code that takes np.unique's elements
+        back with .item() runs on these keys too (np.unique keeps them as objects)."""
+        return self
+
+
+# The English sentence as written: keys that differ only in case or spaces are different
+# groups, as the caller's group function says.
+_AS_WRITTEN = (
+    ("Va !", "Go."), ("Allez !", "go."), ("Bouge !", "Go."),
+    ("Salut !", "Hi."), ("Salut.", "HI."),
+    ("Cours !", "Run!"), ("Courez !", "run!"),
+    ("Attends !", "Wait!"), ("Attendez !", "wait!"),
+    ("Je vois.", "I see."), ("Je comprends.", "I see. "),
+    ("Arrête !", "Stop!"), ("Arrêtez !", " Stop!"),
+    ("J'ai froid.", "I'm cold."), ("J'ai très froid.", "I'm  cold."),
+    ("Merci !", "Thanks!"), ("Il est tard.", "It's late."), ("Entre.", "Come in."),
+    ("Je suis prêt.", "I'm ready."), ("Il pleut.", "It's raining."),
+)  # fmt: skip
+
 _ENGLISH = _Key(lambda pair: pair[1], "lambda pair: pair[1]")
 _CASES = (
     _Case("(French, English) pairs, grouped by the English sentence", _PAIRS, _ENGLISH,
@@ -189,6 +249,20 @@ _CASES = (
           ((0.2, 6), (0.5, 12))),
 )  # fmt: skip
 _MAIN = _CASES[0]  # reproducibility and randomness are judged on it, at test_fraction 0.2
+_BIG = _CASES[2]  # one group of 12 among 25: the groups' order is judged on it
+_HASHED = _Case(
+    "(French, English) pairs grouped by Sentence(english), a key whose hash the checker changes",
+    _PAIRS,
+    _Key(lambda pair: Sentence(pair[1]), "lambda pair: Sentence(pair[1])"),
+    (),
+)
+_WRITTEN = _Case("pairs grouped by the English exactly as written", _AS_WRITTEN, _ENGLISH, ())
+_WRITTEN_SEEDS = range(60)  # at test_fraction 0.5: two groups kept apart ~30 times
+
+
+def _normalised(key: str) -> str:
+    """What a learner's normalisation makes of a key: case and spaces ignored."""
+    return " ".join(key.lower().split())
 
 
 # ----------------------------------------------------- global random states ----------
@@ -467,7 +541,7 @@ def _expect_whole_groups(judge: _Judge, split: _Split) -> None:
     )
 
 
-def _expect_size(split: _Split) -> None:
+def _expect_size(judge: _Judge, split: _Split) -> None:
     case = split.case
     n = len(case.items)
     target = _target(case, split.test_fraction)
@@ -478,11 +552,13 @@ def _expect_size(split: _Split) -> None:
 
     if fits(len(split.test)):
         return
+    _expect_fraction_of_items(judge, case, split.test_fraction)
     wanted = (
         f"test should hold round(test_fraction * len(items)) = round({split.test_fraction} * "
-        f"{n}) = {target} items, give or take one group (the largest here has {largest})"
+        f"{n}) = {target} items, give or take one group (the largest here has {largest}): "
+        "test_fraction is a fraction of the items, not of the groups"
     )
-    if fits(len(split.train)):
+    if fits(len(split.train)) and abs(split.test_fraction - 0.5) > 0.1:  # 0.5: no telling
         raise Mistake(
             f"{split.at}: train holds {len(split.train)} items and test {len(split.test)}: "
             f"{wanted}. Either (test, train) is returned swapped (return train, test in that "
@@ -490,6 +566,32 @@ def _expect_size(split: _Split) -> None:
             "set's"
         )
     raise Mistake(f"{split.at}: test holds {len(split.test)} of the {n} items; {wanted}")
+
+
+def _expect_fraction_of_items(judge: _Judge, case: _Case, test_fraction: float,
+                              splits: list[_Split] | None = None) -> None:  # fmt: skip
+    """test_fraction taken as a fraction of the groups (GroupShuffleSplit's test_size): the
+    test set holds the same number of groups for every seed while its number of items
+    varies. Judged over seeds 0 to 99, so that every implementation of that rule is named
+    alike, whichever groups its generator draws."""
+    if splits is None:
+        splits = [judge.split(case, test_fraction, seed) for seed in range(100)]
+    counts = {len(_test_keys(s)) for s in splits}
+    sizes = [len(s.test) for s in splits]
+    if len(counts) > 1 or len(set(sizes)) == 1:
+        return
+    n_groups, target = len(_groups(case)), _target(case, test_fraction)
+    raise Mistake(
+        f"on {len(case.items)} {case.what} with test_fraction={test_fraction}, seeds 0 to 99: "
+        f"test always holds {counts.pop()} of the {n_groups} groups, while its size goes from "
+        f"{min(sizes)} to {max(sizes)} items: {_FRACTION_OF_GROUPS}, as scikit-learn's "
+        "GroupShuffleSplit(test_size=...) or train_test_split on the keys take it. Here it is "
+        "a fraction of the items: add whole groups to test until it holds "
+        f"round(test_fraction * len(items)) = {target} items, give or take one group"
+    )
+
+
+_FRACTION_OF_GROUPS = "test_fraction was taken as a fraction of the groups"
 
 
 def _test_keys(split: _Split) -> frozenset:
@@ -553,6 +655,7 @@ def _expect_seed_used(judge: _Judge) -> None:
 
 def _expect_random_groups(judge: _Judge) -> None:
     splits = [judge.split(_MAIN, 0.2, seed) for seed in range(100)]
+    _expect_fraction_of_items(judge, _MAIN, 0.2, splits)
     tested = [_test_keys(s) for s in splits]
     ever = frozenset().union(*tested)
     for key in _groups(_MAIN):
@@ -570,6 +673,79 @@ def _expect_random_groups(judge: _Judge) -> None:
                 "changes with the seed. Shuffle the groups themselves: "
                 "rng = random.Random(seed); rng.shuffle(groups)"
             )
+
+
+def _expect_hash_independent(judge: _Judge) -> None:
+    """The same seed gives the same split whatever the keys' hashes (which, for strings,
+    change with PYTHONHASHSEED from one process to the next)."""
+    splits = []
+    try:
+        for salt in (0, 1):
+            Sentence.SALT = salt
+            splits.append(judge.split(_HASHED, 0.2, 3))
+    finally:
+        Sentence.SALT = 0
+    first, second = (Counter(s.test) for s in splits)
+    if first != second:
+        only = next(iter((first - second) + (second - first)))
+        raise Mistake(
+            f"on {len(_HASHED.items)} {_HASHED.what}, test_fraction=0.2, seed=3: two calls gave "
+            f"different splits ({only!r} was in one test set only) when only the hash values "
+            "of the group keys changed. Your order of the groups follows the keys' hashes: a "
+            "set of keys (set(...), {group(item) for item in items}) is iterated in hash "
+            "order, and Python's string hashes change from one process to the next "
+            "(PYTHONHASHSEED), so the same seed would give another test set tomorrow. Keep "
+            "the groups in the order they first appear (a dict keeps insertion order) or "
+            "sort the keys, then shuffle them with rng = random.Random(seed)"
+        )
+
+
+def _expect_keys_as_given(judge: _Judge) -> None:
+    """Keys that differ only in case or spaces are different groups: the caller's group
+    function decides. Over seeds 0 to 59 at test_fraction 0.5 two such groups are on
+    different sides about 30 times; never, for a correct answer, with probability 1e-18."""
+    splits = [judge.split(_WRITTEN, 0.5, seed) for seed in _WRITTEN_SEEDS]
+    keys = list(_groups(_WRITTEN))
+    for i, a in enumerate(keys):
+        for b in keys[i + 1 :]:
+            if _normalised(a) != _normalised(b):
+                continue
+            if any((a in _test_keys(s)) != (b in _test_keys(s)) for s in splits):
+                continue
+            how = "case" if a.lower() == b.lower() else "spaces"
+            raise Mistake(
+                f"on {len(_WRITTEN.items)} {_WRITTEN.what} ({_WRITTEN.group!r}), "
+                f"test_fraction=0.5, seeds 0 to {len(splits) - 1}: the groups {a!r} and "
+                f"{b!r}, whose keys differ only in case or spaces (here {how}), were on the "
+                f"same side in all {len(splits)} splits: your code merges them (.lower(), "
+                ".strip() or .split() on the keys?). A group is exactly what group(item) "
+                "returns, unchanged: the caller's group function decides which items "
+                "belong together (one that lowercases, as another case here does, merges "
+                "them itself)"
+            )
+
+
+def _expect_groups_equally_likely(judge: _Judge) -> None:
+    """Every group is as likely as any other to come first: shuffling the groups. Taking
+    them in the order they first appear among shuffled items favours large groups."""
+    splits = [judge.split(_BIG, 0.2, seed) for seed in range(200)]
+    members = _groups(_BIG)
+    key, largest = max(members.items(), key=lambda kv: len(kv[1]))
+    tested = sum(key in _test_keys(s) for s in splits)
+    n_groups, target = len(members), _target(_BIG, 0.2)
+    if tested <= len(splits) // 2:
+        return
+    raise Mistake(
+        f"on {len(_BIG.items)} {_BIG.what}, test_fraction=0.2, seeds 0 to {len(splits) - 1}: "
+        f"the group {key!r} ({len(largest)} items) was in the test set in {tested} of the "
+        f"{len(splits)} splits. It is one of {n_groups} groups, the others of one item: "
+        "shuffled, the groups come in every order alike, and the test set "
+        f"({target} items) takes it only when it is among the first {target}, in about "
+        f"{target / n_groups:.0%} of the splits. Your order favours large groups (groups "
+        "taken in the order they first appear after shuffling the items?). "
+        "Shuffle the groups themselves, each once: groups = list(members.values()); "
+        "rng.shuffle(groups)"
+    )
 
 
 def _expect_global_states_untouched(judge: _Judge) -> None:
@@ -595,10 +771,13 @@ def grouped_split(candidate) -> str:
             for test_fraction, seed in case.runs:
                 split = judge.split(case, test_fraction, seed)
                 _expect_whole_groups(judge, split)
-                _expect_size(split)
+                _expect_size(judge, split)
         _expect_reproducible(judge)
+        _expect_hash_independent(judge)
         _expect_seed_used(judge)
         _expect_random_groups(judge)
+        _expect_groups_equally_likely(judge)
+        _expect_keys_as_given(judge)
         _expect_global_states_untouched(judge)
     finally:
         _restore(states)
@@ -606,6 +785,7 @@ def grouped_split(candidate) -> str:
     return (
         f"{len(_CASES)} cases, {calls} splits at test_fraction 0.1, 0.2 and 0.5: every item "
         "once, duplicates kept, no group on both sides, the test set's size, items unchanged; "
-        "the same seed the same split, seeds 0 to 99 drawing every group; global random "
-        "states untouched"
+        "the same seed the same split, whatever the keys' hashes; a fraction of the items; "
+        "seeds 0 to 99 drawing every group, large ones no more often; keys used as given; "
+        "global random states untouched"
     )

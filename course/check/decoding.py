@@ -522,15 +522,31 @@ def _check_case(candidate, case: _Case, index: int) -> _Seen:
     if any(isinstance(t, torch.Tensor) and t.shape == src.shape and torch.equal(t, src)
            for t in fed):  # fmt: skip
         raise Mistake(f"on {case.what}, {_FED_THE_SOURCE}")
+    if got.dim() == 2 and got.shape[0] == src.shape[0] and got.shape[1] >= 1:
+        if bool((got[:, 0] == case.bos_id).all()):  # the model never writes <bos>: kept
+            rest = got[:, 1:]
+            if rest.shape == want.shape and torch.equal(rest, want):
+                rest_wrong = ""
+            else:
+                rest_wrong = f"; without it, {_diagnose(case, rest, want)}"
+            raise Mistake(f"on {case.what}, {_KEPT_BOS}{rest_wrong}")
+    raise Mistake(f"on {case.what}, {_diagnose(case, got, want)}")
+
+
+_KEPT_BOS = "the output starts with <bos>: leave it out, return tokens[:, 1:]"
+
+
+def _diagnose(case: _Case, got: torch.Tensor, want: torch.Tensor) -> str:
+    """What is wrong with `got`, a (B, T) tensor of ids that is not `want`."""
     for diagnosis, answer in _wrong_answers(case):
         if got.shape == answer.shape and torch.equal(got, answer):
-            raise Mistake(f"on {case.what}, {diagnosis}")
+            return diagnosis
     reason = _replay(case, got, want)
     if reason:
-        raise Mistake(f"on {case.what}, {reason}")
-    raise Mistake(
-        f"on {case.what}, the output is {_describe_ids(got)} (shape {tuple(got.shape)}), "
-        f"expected {_describe_ids(want)} (shape {tuple(want.shape)})"
+        return reason
+    return (
+        f"the output is {_describe_ids(got)} (shape {tuple(got.shape)}), expected "
+        f"{_describe_ids(want)} (shape {tuple(want.shape)})"
     )
 
 

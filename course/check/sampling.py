@@ -27,16 +27,24 @@ DRAWS copies of each row, a seeded generator), three ways:
    same two ways is named.
 
 Cases: temperature 1, 2 and 0.5; top-k = 3 without ties and with three logits tied at the
-3rd place; top-p = 0.6 (a boundary token to keep), 0.3 (only the top token reaches it) and
-1.0; a temperature of 0.5 with top-p (the nucleus of the tempered distribution); a batch
+3rd place; top-k = 4 at temperature 2 (the threshold of the divided logits); top-p =
+0.6 (a boundary token to keep), 0.3 (only the top token reaches it) and 1.0; a
+temperature of 0.5 with top-p (the nucleus of the tempered distribution); a batch
 of three different rows (top-k, then top-p on float64 non-contiguous logits); top-k and
 top-p together (two cases, see BOTH). Before them: the result's type, dtype and shape for
 (V,), (B, V) and (1, V); temperature 0 (with and without top-k and top-p) giving the argmax of
-every row. After them, the generator: two generators seeded alike give the same ids, one
-generator gives new ids on a second call, and torch's global random state is untouched;
-tiny temperatures (0.01, 0.001) drawing only the argmax (no overflow); generator=None
-working. Every call also checks that `logits` is left as it
-was. The checker restores torch's global random state in any case.
+every row with nothing drawn (neither the generator's state nor the global one moves).
+Every case's call must leave torch's global random state as it was. After them, the
+generator, without filters and with all of them: two generators seeded alike give the
+same ids, one generator gives new ids on a second call, and torch's global random state
+is untouched; tiny temperatures (0.01, 0.001) drawing only the argmax (no overflow);
+generator=None working, and two calls without a generator drawing different ids (no
+fixed seed inside). Every call also checks that `logits` is left as it was. The checker
+restores torch's global random state in any case.
+
+A mistake is named in a case only where its distribution is told apart from the right
+one for sure (`_separated`); a crash gets a hint that depends on the error (a top-k
+threshold of the wrong shape, a row cut entirely, logits given to torch.multinomial).
 """
 
 from __future__ import annotations
@@ -101,14 +109,16 @@ def _top_k(probs: torch.Tensor, k: int | None, strict: bool = False) -> torch.Te
     return _renormalised(probs * (probs >= kth))
 
 
-def _top_p(probs: torch.Tensor, p: float | None, boundary=True, in_order=True) -> torch.Tensor:
-    """Keep the nucleus: in order of probability (in_order=False: in vocabulary order, a
-    mistake), a token is kept when the tokens before it hold less than p (boundary=False:
-    when the tokens up to and including it hold at most p, a mistake)."""
+def _top_p(probs: torch.Tensor, p: float | None, boundary=True, in_order=True,
+           descending=True) -> torch.Tensor:  # fmt: skip
+    """Keep the nucleus: in order of probability (in_order=False: in vocabulary order;
+    descending=False: least probable first; both mistakes), a token is kept when the tokens
+    before it hold less than p (boundary=False: when the tokens up to and including it hold
+    at most p, a mistake)."""
     if p is None or p >= 1:
         return probs
     if in_order:
-        sorted_probs, order = probs.sort(dim=-1, descending=True)  # (R, V) each
+        sorted_probs, order = probs.sort(dim=-1, descending=descending)  # (R, V) each
     else:
         sorted_probs, order = probs, torch.arange(probs.shape[-1]).expand_as(probs)
     cumulative = sorted_probs.cumsum(dim=-1)  # (R, V)
@@ -171,6 +181,23 @@ class _Case:
         rows, T, k, p = self.logits(), self.temperature, self.top_k, self.top_p
         probs = _softmax(rows, T)  # (R, V)
         wrong: dict[str, tuple[str, torch.Tensor]] = {}
+        if k is not None:  # first: its draws may also fit "k ignored" or others
+            scores = rows / T  # (R, V)
+            kth = scores.topk(k, dim=-1).values[:, -1:]  # (R, 1)
+            finite = torch.where(scores >= kth, scores, torch.full_like(scores, 1e-10))
+            wrong["finite cut"] = (
+                _FINITE_CUT,
+                _top_p(finite.softmax(dim=-1), p),
+            )
+            if T != 1:
+                raw_kth = rows.topk(k, dim=-1).values[:, -1:]  # (R, 1): before the temperature
+                wrong["k from the raw logits"] = (
+                    "top-k's threshold was taken from the logits before dividing by the "
+                    "temperature, then compared with the divided ones: take the k-th largest "
+                    "of the same scores you cut, scores = logits / temperature first, then "
+                    "kth = scores.topk(k, dim=-1).values[..., -1:]",
+                    _top_p(_renormalised(probs * (scores >= raw_kth)), p),
+                )
         if T != 1:
             wrong["multiplied"] = (
                 "the logits were multiplied by the temperature: divide them, logits / "
@@ -178,9 +205,31 @@ class _Case:
                 "sharpens it)",
                 _right(rows, 1 / T, k, p),
             )
+            given = [name for name, v in (("top_k", k), ("top_p", p)) if v]
             wrong["temperature ignored"] = (
-                "the temperature was ignored: divide the logits by it before the softmax",
+                "the temperature was ignored"
+                + (
+                    f" when {' and '.join(given)} {'was' if len(given) == 1 else 'were'} given"
+                    if given
+                    else ""
+                )  # fmt: skip
+                + ": divide the logits by it before the softmax"
+                + (", then filter" if given else ""),
                 _right(rows, 1.0, k, p),
+            )
+        wrong["softmax twice"] = (
+            "the softmax was applied twice (to probabilities, which flattens them): "
+            "softmax the scores once, then filter and draw; torch.multinomial takes the "
+            "probabilities as they are",
+            _right(_softmax(rows, T).softmax(dim=-1).log(), 1.0, k, p),
+        )
+        if k is not None and p is None and not self.ties and k < rows.shape[-1]:
+            kept = _right(rows, T, k).sort(dim=-1, descending=True).values  # (R, V)
+            wrong["top-k positions"] = (
+                f"the ids drawn are positions in the top-k list (0 .. {k - 1}), not token "
+                "ids: map them back to the vocabulary, indices.gather(-1, drawn) (torch.topk "
+                "returns the values and their indices)",
+                kept,
             )
         wrong["dim 0"] = (
             "the softmax was taken over the batch axis (dim=0): each row's probabilities "
@@ -207,6 +256,15 @@ class _Case:
                     "off-by-one. The k-th largest is topk(k).values[..., -1], or "
                     "sorted_logits[..., k - 1]",
                     _right(rows, T, k - 1, p),
+                )
+            if k > 1:
+                smallest = rows.kthvalue(k, dim=-1, keepdim=True).values  # (R, 1)
+                wrong["k-th smallest"] = (
+                    "top-k's threshold is the k-th *smallest* logit, so almost every token is "
+                    "kept: sort() and torch.sort are ascending unless told otherwise. Take the "
+                    "k-th largest, scores.topk(k, dim=-1).values[..., -1:] or "
+                    "scores.sort(dim=-1, descending=True).values[..., k - 1:k]",
+                    _top_p(_renormalised(probs * (rows >= smallest)), p),
                 )
             wrong["k ignored"] = (
                 "top_k was ignored"
@@ -235,6 +293,16 @@ class _Case:
                 "to their ids",
                 _top_p(_top_k(probs, k), p, in_order=False),
             )
+            wrong["ascending"] = (
+                _ASCENDING,
+                _top_p(_top_k(probs, k), p, descending=False),
+            )
+            wrong["sorted positions"] = (
+                "the ids drawn are positions in the sorted order (0 is the most probable "
+                "token), not token ids: map them back to the vocabulary, order.gather(-1, "
+                "drawn) with the order that sort returned",
+                self.distribution().sort(dim=-1, descending=True).values,
+            )
             wrong["p ignored"] = (
                 "top_p was ignored"
                 + (" when top_k was given too" if k is not None else "")
@@ -253,14 +321,34 @@ class _Case:
             "generator=generator)",
             torch.nn.functional.one_hot(rows.argmax(-1), rows.shape[-1]).double(),
         )
-        want = self.distribution()  # a mistake that changes nothing here is not one here
+        want = self.distribution()  # a mistake is named only where it shows for sure
         return {
             key: (diagnosis, alt)
             for key, (diagnosis, alt) in wrong.items()
-            if not torch.isnan(alt).any() and not torch.allclose(alt, want, atol=1e-9)
+            if not torch.isnan(alt).any() and _separated(alt, want)
         }
 
 
+def _separated(alt: torch.Tensor, want: torch.Tensor) -> bool:
+    """Draws from `alt` cannot pass for draws from `want`, nor the reverse: some token's
+    probability differs by more than twice TOLERANCE, or one of them draws a token at
+    least MUST probable that the other never draws."""
+    gap = (alt - want).abs().amax(dim=-1)  # (R,)
+    support = ((alt > 0) != (want > 0)) & ((alt >= MUST) | (want >= MUST))  # (R, V)
+    return bool((gap > 2 * TOLERANCE).any() or support.any())
+
+
+_FINITE_CUT = (
+    "top-k set the cut tokens to a finite value, not -inf (1e-10, 0 or another number): "
+    "exp of it is not 0, so the softmax still gives them probability and they are drawn. "
+    "Set their scores to float('-inf'), scores.masked_fill(scores < kth, float('-inf')), "
+    "or their probabilities to 0 after the softmax"
+)
+_ASCENDING = (
+    "top-p sorted the probabilities in ascending order (sort() is ascending unless told "
+    "otherwise), so its nucleus is made of the least probable tokens: sort(dim=-1, "
+    "descending=True), so that the nucleus starts with the most probable token"
+)
 _FULL_NUCLEUS = (
     "top-p must be applied after top-k, to the top-k distribution renormalised: your "
     "nucleus was measured on the full distribution (top-p applied before top-k, or top-k's "
@@ -277,6 +365,7 @@ CASES = (
     _Case((_ROW,), 0.5),
     _Case((_ROW,), 1.0, top_k=3),
     _Case((_TIES,), 1.0, top_k=3, ties=True),
+    _Case((_ROW,), 2.0, top_k=4),
     _Case((_ROW,), 1.0, top_p=0.6),
     _Case((_ROW,), 1.0, top_p=0.3),
     _Case((_ROW,), 1.0, top_p=1.0),
@@ -330,11 +419,32 @@ def _expect_ids(result, shape: tuple[int, ...], V: int, where: str) -> torch.Ten
     return result
 
 
-def _greedy_hint(message: str) -> str:
-    return (
-        "temperature=0 means greedy: return logits.argmax(dim=-1) before dividing by the "
-        "temperature (logits / 0 is inf or NaN, and so is the softmax of it)"
-    )
+def _greedy_hint(message: str) -> str | None:
+    if "must match the size" in message:
+        return _THRESHOLD_SHAPE
+    if "too many indices" in message:
+        return (
+            "a single row of logits (V,) has no batch axis: index the last axis, "
+            "topk(k, dim=-1).values[..., -1:], not [:, -1]"
+        )
+    lowered = message.lower()
+    if any(word in lowered for word in ("inf", "nan", "division", "divide", "zero")):
+        return (
+            "temperature=0 means greedy: return logits.argmax(dim=-1) before dividing by the "
+            "temperature (logits / 0 is inf or NaN, and so is the softmax of it)"
+        )
+    return None
+
+
+_THRESHOLD_SHAPE = (
+    "Top-k's threshold, topk(k).values[:, -1], has shape (B,), which does not line up "
+    "with the logits (B, V): keep the last axis, topk(k, dim=-1).values[..., -1:] (B, 1), "
+    "or [:, -1].unsqueeze(-1), so that it broadcasts over the vocabulary"
+)
+_PROBABILITIES = (
+    "Softmax the scores first: torch.multinomial takes probabilities, each >= 0 and finite, "
+    "not logits nor log-probabilities"
+)
 
 
 def _tiny_hint(temperature: float):
@@ -352,6 +462,23 @@ def _tiny_hint(temperature: float):
 
 def _case_hint(case: _Case):
     def hint(message: str) -> str | None:
+        if "must match the size" in message:
+            return _THRESHOLD_SHAPE
+        if "probability tensor contains" in message:
+            if case.top_p is not None:
+                return (
+                    "Some row's probabilities hold NaN (or inf, or < 0): every token of a row "
+                    "was cut, and the softmax of a row of -inf is NaN. On a batch, "
+                    "sorted_indices[sorted_to_remove] is a flat list of token ids, and "
+                    "scores[those ids] = -inf cuts whole rows (the ids index the batch axis): "
+                    "map the mask back row by row, to_remove = sorted_to_remove.scatter(-1, "
+                    "sorted_indices, sorted_to_remove), then scores.masked_fill(to_remove, "
+                    "float('-inf'))"
+                )
+            return (
+                "Some row's probabilities hold NaN, inf or negative values (a row whose every "
+                "token is cut to -inf gives NaN). " + _PROBABILITIES
+            )
         if "sum of probabilities" in message or "invalid multinomial" in message:
             if case.top_p is not None:
                 return (
@@ -424,18 +551,28 @@ def _draw(candidate, case: _Case, seed: int) -> tuple[str | None, list[str]]:
     first problem in words, the mistakes whose distributions the draws fit)."""
     batch = case.batch()
     R, V = len(case.rows), batch.shape[-1]
+    before = torch.get_rng_state()
     got = call(
         candidate, batch, case.temperature, case.top_k, case.top_p, generator(100 + seed),
         names=_NAMES, hints=_case_hint(case),
     )  # fmt: skip
     ids = _expect_ids(got, (batch.shape[0],), V, case.name)
+    if not torch.equal(torch.get_rng_state(), before):
+        raise Mistake(f"{case.name}, generator given: {_GLOBAL_DRAWN}")
     shares = _shares(ids, R, V)
     want = _tied_support(case, shares) if case.ties else case.distribution()
     problem = _fits(shares, want)
     if problem is None:
         return None, []
     mistakes = case.mistakes()
-    return problem, [key for key, (_, alt) in mistakes.items() if _fits(shares, alt) is None]
+    fitting = [key for key, (_, alt) in mistakes.items() if _fits(shares, alt) is None]
+    if not fitting and bool((ids == ids[0]).all()):
+        problem = (
+            f"every one of the {ids.shape[0]} rows got the same id, {int(ids[0])}: one id is "
+            "drawn per row, torch.multinomial(probs, 1) on the whole (B, V) batch (not "
+            "probs[0], nor one draw expanded to every row)"
+        )
+    return problem, fitting
 
 
 def _judge(candidate, case: _Case, seed: int) -> None:
@@ -472,11 +609,12 @@ def _judge_both(candidate, seed: int) -> None:
 def _expect_shapes(candidate) -> None:
     row = torch.tensor(_ROW)  # (V,)
     where = f"on logits of shape (V,) = {tuple(row.shape)} (one row), temperature=1.0"
-    got = call(candidate, row, 1.0, None, None, generator(0), names=_NAMES)
+    hints = {"probability tensor contains": _PROBABILITIES}
+    got = call(candidate, row, 1.0, None, None, generator(0), names=_NAMES, hints=hints)
     _expect_ids(got, (), len(_ROW), where)
     for rows in (torch.tensor(_ROWS), torch.tensor(_ROWS[:1])):  # (B, V), then B = 1
         where = f"on logits of shape (B, V) = {tuple(rows.shape)}, temperature=1.0"
-        got = call(candidate, rows, 1.0, None, None, generator(0), names=_NAMES)
+        got = call(candidate, rows, 1.0, None, None, generator(0), names=_NAMES, hints=hints)
         _expect_ids(got, (rows.shape[0],), len(_ROW), where)
 
 
@@ -488,8 +626,9 @@ def _expect_greedy(candidate) -> None:
             where = f"on logits of shape {tuple(logits.shape)} with temperature=0" + (
                 f", top_k={k}, top_p={p}" if k is not None else ""
             )
-            got = call(candidate, logits, 0.0, k, p, generator(2), names=_NAMES,
-                       hints=_greedy_hint)  # fmt: skip
+            gen, before = generator(2), torch.get_rng_state()
+            state = gen.get_state()
+            got = call(candidate, logits, 0.0, k, p, gen, names=_NAMES, hints=_greedy_hint)
             got = _expect_ids(got, tuple(expected.shape), rows.shape[-1], where)
             if not torch.equal(got, expected):
                 raise Mistake(
@@ -497,26 +636,48 @@ def _expect_greedy(candidate) -> None:
                     f"{expected.tolist()}. temperature=0 means greedy: return "
                     "logits.argmax(dim=-1), with no draw and no filter"
                 )
+            moved = not torch.equal(gen.get_state(), state)
+            if moved or not torch.equal(torch.get_rng_state(), before):
+                which = "the generator it was given" if moved else "torch's global generator"
+                raise Mistake(
+                    f"{where}: the ids are the argmax, but your code drew from {which} "
+                    "(its state moved): at temperature 0 nothing is drawn, so that the "
+                    "draws after it are the ones they would have been. Return "
+                    "logits.argmax(dim=-1) first, before any draw (no tiny temperature in its "
+                    "place, no torch.multinomial of a one-hot)"
+                )
+
+
+_GLOBAL_DRAWN = (
+    "your code drew from torch's global random generator "
+    "(torch.multinomial without generator=generator, torch.rand without it, or "
+    "torch.distributions.Categorical, whose sample() takes no generator), which moves "
+    "the notebook's own random state. Draw from the one you are given: "
+    "torch.multinomial(probs, 1, generator=generator)"
+)
+# (temperature, top_k, top_p) of the generator's checks: plain, then every filter on
+_SETTINGS = ((1.0, None, None), (0.8, 4, 0.9))
 
 
 def _expect_generator_used(candidate) -> None:
+    for setting in _SETTINGS:
+        _expect_generator_used_with(candidate, *setting)
+
+
+def _expect_generator_used_with(candidate, temperature, top_k, top_p) -> None:
     batch = torch.tensor(_ROW).repeat(200, 1)  # (200, V)
-    where = "on logits (200, V) with temperature=1.0"
+    where = f"on logits (200, V) with temperature={temperature}" + (
+        f", top_k={top_k}, top_p={top_p}" if top_k is not None else ""
+    )
 
     def draw(gen):
-        got = call(candidate, batch, 1.0, None, None, gen, names=_NAMES)
+        got = call(candidate, batch, temperature, top_k, top_p, gen, names=_NAMES)
         return _expect_ids(got, (200,), len(_ROW), where)
 
     before = torch.get_rng_state()
     first = draw(generator(11))
     if not torch.equal(torch.get_rng_state(), before):
-        raise Mistake(
-            f"{where}, generator given: your code drew from torch's global random generator "
-            "(torch.multinomial without generator=generator, torch.rand without it, or "
-            "torch.distributions.Categorical, whose sample() takes no generator), which moves "
-            "the notebook's own random state. Draw from the one you are given: "
-            "torch.multinomial(probs, 1, generator=generator)"
-        )
+        raise Mistake(f"{where}, generator given: {_GLOBAL_DRAWN}")
     second = draw(generator(11))
     if not torch.equal(first, second):
         raise Mistake(
@@ -558,6 +719,26 @@ def _expect_no_generator_works(candidate) -> None:
     hint = {"generator": "generator=None must work: torch.multinomial accepts it"}
     got = call(candidate, rows, 1.0, None, None, None, names=_NAMES, hints=hint)
     _expect_ids(got, (len(_ROWS),), len(_ROW), where)
+    batch = torch.tensor(_ROW).repeat(200, 1)  # (200, V)
+    where = "on logits (200, V) with temperature=1.0 and generator=None"
+    for temperature, top_k, top_p in _SETTINGS:
+        draws = [
+            call(candidate, batch, temperature, top_k, top_p, None, names=_NAMES, hints=hint)
+            for _ in range(2)
+        ]
+        first, second = (_expect_ids(d, (200,), len(_ROW), where) for d in draws)
+        if torch.equal(first, second):
+            setting = f"temperature={temperature}" + (
+                f", top_k={top_k}, top_p={top_p}" if top_k is not None else ""
+            )
+            raise Mistake(
+                f"on logits (200, V) with {setting} and generator=None, two calls drew "
+                "exactly the same ids: without a generator your code draws from a fixed seed "
+                "(torch.manual_seed(0), torch.Generator().manual_seed(0), or a new "
+                "torch.Generator(), which always starts from the same default seed). With "
+                "generator=None, draw from torch's global generator: torch.multinomial(probs, "
+                "1, generator=None) does"
+            )
 
 
 @exercise("sample_next")
@@ -577,7 +758,8 @@ def sample_next(candidate) -> str:
         torch.set_rng_state(state)
     return (
         f"{len(CASES) + len(BOTH)} distributions judged on {DRAWS} draws per row (temperature, "
-        "top-k with and without ties, top-p's boundary token, both together, a batch, float64 and "
-        "non-contiguous), temperature 0 and tiny temperatures greedy, the generator honoured "
-        "and the global random state untouched, logits left unchanged"
+        "top-k with and without ties and with a temperature, top-p's boundary token, both "
+        "together, a batch, float64 and non-contiguous), temperature 0 greedy with nothing "
+        "drawn, tiny temperatures greedy, the generator honoured, generator=None not a fixed "
+        "seed, the global random state untouched, logits left unchanged"
     )
