@@ -22,12 +22,14 @@ as the median of several repeats:
 4. greedy decoding of 128 tokens with a KV cache ("ours") against recomputing the prefix
    at every step ("theirs"), course.efficient.speedup; goal: the cache >= 3 x faster,
    a ratio <= 1/3;
-5. the operators one training step issues, forward and backward of the model (not Adam:
-   ours has more parameter tensors, w_q, w_k, w_v where torch packs one in_proj), counted
-   as they reach a kernel (every aten operator, views included, by a TorchDispatchMode;
-   the profiler's event list also names the composite operators around them, counting
-   some work twice): goal ours <= torch.nn's, at the OPS sizes (d_model 64, 2 + 2 layers;
-   the count depends on the layers, not on their width);
+5. the operators one training step issues (forward with the loss, backward, Adam's step
+   as course.train builds it), as torch.profiler records them: every aten operator called
+   from Python, from an autograd node (backward) or from the optimizer, views included,
+   each counted once and the operators it calls inside not again (`step_operators`);
+   goal ours <= torch.nn's, at the OPS sizes (d_model 64, 2 + 2 layers, B 8, T 16; the
+   count depends on the layers, not on their width). Ours has more parameter tensors
+   (w_q, w_k, w_v where torch packs one in_proj): with Adam's for-each step they cost two
+   operators each, with the per-tensor loop (foreach=False) about nine;
 6. the training step of row 1 at the course's own small sizes (COURSE: d_model 128,
    3 + 3 layers, B 64, T 24, as lessons 09 and 11 train): goal ours <= 1.0 x torch.nn.
 
@@ -65,6 +67,7 @@ from torch.utils.flop_counter import FlopCounterMode
 from course.efficient import attention_cost, sdpa, speedup
 from course.masking import causal_mask, to_torch_attn_mask
 from course.positional import PositionalEncoding, TokenEmbedding
+from course.train import ADAM_BETAS, ADAM_EPS, ADAM_FOREACH
 from course.transformer import Transformer, load_transformer
 
 PAD, BOS = 0, 1
@@ -78,7 +81,7 @@ QUICK = dict(d_model=32, n_heads=4, n_layers=1, d_ff=64, vocab=50, batch=4, T=8,
              repeats=3, warmup=1, matmul_n=128, attention_T=(8, 16),
              attention_repeats=3, decode_batch=2, decode_tokens=8, decode_repeats=2)  # fmt: skip
 # Operators are counted at small sizes (the count depends on the layers, not their width).
-OPS = dict(QUICK, d_model=64, n_layers=2, d_ff=128, batch=8, T=12)
+OPS = dict(QUICK, d_model=64, n_layers=2, d_ff=128, batch=8, T=16)
 # The sizes the course itself trains at (lessons 09 and 11: d_model 128, 3 + 3 layers).
 COURSE = dict(FULL, d_model=128, n_heads=4, n_layers=3, d_ff=512, batch=64, T=24, repeats=9)
 LABEL_SMOOTHING = 0.1
@@ -120,8 +123,8 @@ class TorchTransformerSeq2Seq(nn.Module):
     def __init__(self, src_vocab, tgt_vocab, d_model, n_heads, n_layers, d_ff, dropout, pad_id):
         super().__init__()
         self.pad_id = pad_id
-        self.src_embed = TokenEmbedding(src_vocab, d_model)
-        self.tgt_embed = TokenEmbedding(tgt_vocab, d_model)
+        self.src_embed = TokenEmbedding(src_vocab, d_model, name="src")
+        self.tgt_embed = TokenEmbedding(tgt_vocab, d_model, name="tgt")
         self.pos = PositionalEncoding(d_model, 5000, dropout)
         self.transformer = nn.Transformer(
             d_model, n_heads, n_layers, n_layers, d_ff, dropout, batch_first=True
@@ -134,7 +137,7 @@ class TorchTransformerSeq2Seq(nn.Module):
         hidden = self.transformer(
             self.pos(self.src_embed(src)),  # (B, T_src, d_model)
             self.pos(self.tgt_embed(tgt)),  # (B, T_tgt, d_model)
-            tgt_mask=to_torch_attn_mask(causal_mask(tgt.shape[1])),  # (T_tgt, T_tgt)
+            tgt_mask=to_torch_attn_mask(causal_mask(tgt.shape[1], tgt.device)),  # (T_tgt, T_tgt)
             src_key_padding_mask=src_padding,
             tgt_key_padding_mask=tgt == self.pad_id,  # (B, T_tgt)
             memory_key_padding_mask=src_padding,
@@ -175,6 +178,14 @@ def make_batch(
     return src.to(device), tgt_in.to(device), tgt_out.to(device)
 
 
+def make_optimizer(model: nn.Module) -> torch.optim.Adam:
+    """Adam as course.train.build_optimizer builds it (the paper's betas and eps, the
+    for-each step), at a fixed rate."""
+    return torch.optim.Adam(
+        model.parameters(), lr=1e-4, betas=ADAM_BETAS, eps=ADAM_EPS, foreach=ADAM_FOREACH
+    )
+
+
 def make_step(model: nn.Module, batch, bf16: bool = False) -> Callable[[], None]:
     """One training step of `model` on `batch`, as course.train takes it: forward, the
     label-smoothed cross-entropy (both under bf16 autocast when bf16), backward, Adam.
@@ -183,7 +194,7 @@ def make_step(model: nn.Module, batch, bf16: bool = False) -> Callable[[], None]
     src, tgt_in, tgt_out = batch
     on_gpu = src.device.type == "cuda"
     model.train()
-    optimizer = torch.optim.Adam(model.parameters(), lr=1e-4, betas=(0.9, 0.98), eps=1e-9)
+    optimizer = make_optimizer(model)
     criterion = nn.CrossEntropyLoss(label_smoothing=LABEL_SMOOTHING, ignore_index=PAD)
 
     def step() -> None:
@@ -293,7 +304,10 @@ class _CountOperators(TorchDispatchMode):
 
 def count_operators(model: nn.Module, batch) -> Counter:
     """The aten operators of one training step's model path, forward (with the loss) and
-    backward, by name; the step is taken once untimed first (lazy setup not counted)."""
+    backward, by name, as they reach a kernel (a TorchDispatchMode: a composite operator
+    such as linear is seen as the operators it is made of, t and addmm; Adam not
+    included); the step is taken once untimed first (lazy setup not counted). Row 5
+    counts with the profiler instead (step_operators)."""
     src, tgt_in, tgt_out = batch
     model.train()
     criterion = nn.CrossEntropyLoss(label_smoothing=LABEL_SMOOTHING, ignore_index=PAD)
@@ -309,11 +323,73 @@ def count_operators(model: nn.Module, batch) -> Counter:
     return counter.counts
 
 
+# Reading a tensor's value on the host: on a GPU each waits for the device (a host
+# synchronisation); on the CPU the same calls are recorded, so a CPU run counts them.
+HOST_READS = ("aten::item", "aten::_local_scalar_dense")
+PHASES = ("forward", "backward", "optimizer")
+
+
+def _phase(event, phases: dict) -> str:
+    """The phase of the step an event belongs to: the record_function around it, else
+    backward (autograd runs the backward nodes on a thread of its own)."""
+    while event is not None:
+        if event.name in phases:
+            return phases[event.name]
+        event = event.cpu_parent
+    return "backward"
+
+
+def step_operators(model: nn.Module, batch, optimizer: torch.optim.Optimizer | None = None):
+    """The top-level aten operators of one training step, by phase and name, as
+    torch.profiler records them: {"forward": Counter, "backward": Counter, "optimizer":
+    Counter}, and the host reads (HOST_READS, at any depth) by phase: (operators, reads).
+
+    Top-level: an aten operator not called by another aten operator, i.e. called from
+    Python (the forward and the loss), from an autograd node (backward) or from the
+    optimizer; a composite operator counts once, not with the operators it calls. The
+    step (forward with the label-smoothed loss, backward, optimizer.step; default Adam
+    as course.train builds it) is taken twice untimed first, so that lazy setup (Adam's
+    state) is not counted."""
+    src, tgt_in, tgt_out = batch
+    model.train()
+    optimizer = make_optimizer(model) if optimizer is None else optimizer
+    criterion = nn.CrossEntropyLoss(label_smoothing=LABEL_SMOOTHING, ignore_index=PAD)
+    record = torch.profiler.record_function
+    names = {"phase: forward": "forward", "phase: optimizer": "optimizer"}
+
+    def step() -> None:
+        optimizer.zero_grad(set_to_none=True)
+        with record("phase: forward"):
+            logits = model(src, tgt_in)  # (B, T, V)
+            loss = criterion(logits.flatten(0, 1), tgt_out.flatten())  # (B * T, V) vs (B * T,)
+        loss.backward()
+        with record("phase: optimizer"):
+            optimizer.step()
+
+    step()
+    step()
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as profile:
+        step()
+    optimizer.zero_grad(set_to_none=True)
+    operators = {phase: Counter() for phase in PHASES}
+    reads = {phase: 0 for phase in PHASES}
+    for event in profile.events():
+        if not event.name.startswith("aten::"):
+            continue
+        parent = event.cpu_parent
+        if parent is None or not parent.name.startswith("aten::"):
+            operators[_phase(event, names)][event.name] += 1
+        if event.name in HOST_READS:
+            reads[_phase(event, names)] += 1
+    return operators, reads
+
+
 def operator_rows(sizes: dict, device: str = "cpu") -> list[Row]:
-    """Row 5: operators per training step (model path), ours explicit and fused / torch.nn."""
+    """Row 5: operators per training step (forward, backward, Adam's step; step_operators),
+    ours explicit and fused / torch.nn."""
     models = build_models(sizes, device=device)
     batch = make_batch(sizes, device=device)
-    counts = {name: float(sum(count_operators(model, batch).values()))
+    counts = {name: float(sum(sum(c.values()) for c in step_operators(model, batch)[0].values()))
               for name, model in models.items()}  # fmt: skip
     labels = {"ours": "operators per step: ours (explicit) / torch.nn.Transformer",
               "ours_fused": "operators per step: ours (fused=True) / torch.nn.Transformer",
@@ -414,8 +490,10 @@ def describe_sizes(sizes: dict) -> str:
         "(course.efficient.attention_cost)",
         f"decoding: a model of the same sizes (explicit), eval mode, B={sizes['decode_batch']}, "
         "greedy, no early stop (course.efficient.speedup)",
-        "operators: forward with the loss and backward of one training step, d_model=64, "
-        "2+2 layers, B=8, T=12; every aten operator that reaches a kernel (a TorchDispatchMode)",
+        f"operators: one training step (forward with the loss, backward, Adam's for-each "
+        f"step), d_model={OPS['d_model']}, {OPS['n_layers']}+{OPS['n_layers']} layers, "
+        f"B={OPS['batch']}, T={OPS['T']}; the top-level aten operators torch.profiler records "
+        "(each called from Python, autograd or Adam, counted once)",
         "course's sizes: d_model=128, h=4, d_ff=512, 3+3 layers, B=64, T=24 (quick: the sizes "
         "above)",
     ])  # fmt: skip

@@ -60,11 +60,13 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from course.data import BOS_ID, EOS_ID, PAD_ID, pad_rows
+from course import tatoeba
 from course.efficient import _self_attend_step
 from course.layers import EncoderLayer, LayerNorm
 from course.masking import decoder_mask
 from course.positional import TokenEmbedding
+from course.subword import SubwordVocab, train_subword_vocab
+from course.tokens import BOS_ID, EOS_ID, PAD_ID, pad_rows
 from course.utils import describe, is_token_ids, write_atomically
 
 __all__ = [
@@ -275,7 +277,7 @@ class LMData:
 
     train: list[list[int]]
     test: list[list[int]]
-    vocab: object  # a course.subword.SubwordVocab
+    vocab: SubwordVocab
     train_text: list[str]
     test_text: list[str]
 
@@ -294,8 +296,6 @@ class LMData:
 def english_sentences(pairs: Sequence[tuple[str, str]], max_words: int | None = None) -> list[str]:
     """Every distinct English sentence of (English, French) pairs, tatoeba.full_normalize'd,
     in the order first seen; at most `max_words` words (default tatoeba.FULL_MAX_WORDS)."""
-    from course import tatoeba
-
     max_words = tatoeba.FULL_MAX_WORDS if max_words is None else max_words
     sentences = (tatoeba.full_normalize(english) for english, _ in pairs)
     return list(dict.fromkeys(s for s in sentences if s and len(s.split()) <= max_words))
@@ -323,9 +323,6 @@ def load_lm_data(
     pieces, fewer for a small file) is trained on the training sentences only, so a
     held-out character it never saw becomes <unk>.
     """
-    from course import tatoeba
-    from course.subword import train_subword_vocab
-
     if pairs is None:
         pairs = tatoeba.load_pairs()
     sentences = english_sentences(pairs)
@@ -682,13 +679,15 @@ def train_lm(
 ) -> list[float]:
     """A plain training loop (AdamW, the next-token loss) for `steps` steps or until
     time_budget seconds have passed; returns the loss of every step. Batches are drawn
-    from a generator seeded by `seed`, a new shuffle each epoch."""
+    from a generator seeded by `seed`, a new shuffle each epoch. The losses stay on the
+    model's device until the end, then come back in one transfer (no step waits for a GPU:
+    course.train.TrainingLog says why)."""
     steps = _positive_int("steps", steps)
     optimizer = torch.optim.AdamW(model.parameters(), lr=lr)
     gen = torch.Generator().manual_seed(seed)
     device = next(model.parameters()).device
     model.train()
-    losses: list[float] = []
+    losses: list[torch.Tensor] = []  # one 0-d tensor per step, on the device
     start = time.perf_counter()
     while len(losses) < steps:
         for batch in lm_batches(sequences, batch_size, shuffle=True, generator=gen):
@@ -697,11 +696,11 @@ def train_lm(
             loss.backward()
             nn.utils.clip_grad_norm_(model.parameters(), 1.0)
             optimizer.step()
-            losses.append(loss.item())
+            losses.append(loss.detach())
             out_of_time = time_budget is not None and time.perf_counter() - start > time_budget
             if len(losses) >= steps or out_of_time:
-                return losses
-    return losses
+                return torch.stack(losses).tolist()
+    return torch.stack(losses).tolist()
 
 
 CHECKPOINT_KIND = "course.lm"
@@ -727,8 +726,6 @@ def load_lm(path: str | Path, device: str | torch.device = "cpu"):
     """(model in eval mode, vocab, extra) from a file save_lm wrote.
 
     FileNotFoundError when there is no file; ValueError when it is not such a checkpoint."""
-    from course.subword import SubwordVocab
-
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"no checkpoint at {path}")

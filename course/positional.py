@@ -101,13 +101,22 @@ class TokenEmbedding(nn.Module):
 
     The paper multiplies its embedding weights by sqrt(d_model) (section 3.4). The table is
     `self.embedding`, an nn.Embedding, so the full model can share its weight with the
-    output layer (weight tying).
+    output layer (weight tying). `name` says what the ids are ("src", "tgt") in the error
+    an id outside the vocabulary gets.
+
+    The range of the ids is checked by the lookup itself, not before it: reading the ids'
+    min and max back from a GPU would make the CPU wait for the GPU at every call (a host
+    synchronisation). On the CPU the lookup raises for an id outside 0 .. vocab_size - 1,
+    and this module turns that into a ValueError that says which ids came. On a GPU the
+    same mistake is a device-side assert (a CUDA error, not this message): ids reach a GPU
+    from a batch builder that only writes the ids of its vocabulary (course.data).
     """
 
-    def __init__(self, vocab_size: int, d_model: int):
+    def __init__(self, vocab_size: int, d_model: int, *, name: str = "tokens"):
         super().__init__()
         self.vocab_size = _positive_int("vocab_size", vocab_size)
         self.d_model = _positive_int("d_model", d_model)
+        self.name = name
         self.embedding = nn.Embedding(self.vocab_size, self.d_model)
         self.scale = math.sqrt(self.d_model)
 
@@ -117,12 +126,14 @@ class TokenEmbedding(nn.Module):
             raise ValueError(f"tokens must be a (B, T) tensor of token ids, got {got}")
         if tokens.dtype.is_floating_point or tokens.dtype.is_complex or tokens.dtype == torch.bool:
             raise ValueError(f"tokens must hold integer token ids (torch.long), got {tokens.dtype}")
-        if tokens.numel() and (int(tokens.min()) < 0 or int(tokens.max()) >= self.vocab_size):
+        try:
+            vectors = self.embedding(tokens)  # (B, T) -> (B, T, d_model)
+        except IndexError:  # an id outside the table: say which (the error path may read ids)
             raise ValueError(
-                f"token ids must lie in 0 .. {self.vocab_size - 1} (vocab_size={self.vocab_size}),"
-                f" got ids from {int(tokens.min())} to {int(tokens.max())}"
-            )
-        return self.embedding(tokens) * self.scale  # (B, T) -> (B, T, d_model)
+                f"{self.name} holds token ids from {int(tokens.min())} to {int(tokens.max())}, "
+                f"but its vocabulary has {self.vocab_size} tokens, ids 0 .. {self.vocab_size - 1}"
+            ) from None
+        return vectors * self.scale  # (B, T, d_model)
 
 
 class PositionalEncoding(nn.Module):

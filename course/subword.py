@@ -68,7 +68,7 @@ from pathlib import Path
 import sentencepiece as spm
 from torch import Tensor
 
-from course.data import BOS_ID, EOS_ID, PAD_ID, SPECIALS
+from course.tokens import BOS_ID, EOS_ID, PAD_ID, SPECIALS
 
 UNK_ID = 3
 UNK = "<unk>"

@@ -50,6 +50,13 @@ The same command runs in N processes under torchrun (section "More than one proc
 Every process builds the same batches and trains on its own slice of each one, with
 DistributedDataParallel; the update is the one a single process makes from the whole
 batch. Only rank 0 prints, saves and evaluates.
+
+The file, in the order a run takes it: the configurations (`CONFIGS`); the recipe
+(`noam_lr`, `build_model`, `build_optimizer`, `training_batches`); the loop (`TrainingLog`,
+`train_steps`); scoring and evaluation (`corpus_scores`, `text_scores`, `evaluate`);
+checkpoints and the loss plot; more than one process (`GlobalTokenMean`, `Processes`);
+the command line (`parse_args`, `run`, `main`); and lesson 12's `--task lm-en`. Lessons 09
+and 10 import from the first half; everything after `Processes` serves the command line.
 """
 
 from __future__ import annotations
@@ -82,6 +89,11 @@ from course.utils import write_atomically as _write_atomically
 # forgets old squared gradients faster, which steadies the first, noisy steps.
 ADAM_BETAS = (0.9, 0.98)
 ADAM_EPS = 1e-9
+# Adam's for-each step updates every parameter tensor with one operator per stage of the
+# update (moments, bias correction, step), where the per-tensor loop, PyTorch's default
+# on a CPU, issues about nine operators per tensor: the same numbers, bit for bit (a
+# test compares them), far fewer operators (PyTorch's own default on a GPU).
+ADAM_FOREACH = True
 
 # Every task's default configuration, in one place. `--steps` and `--set KEY=VALUE`
 # override them for one run. Model: d_model, n_heads, n_layers, d_ff, dropout, norm_first,
@@ -288,7 +300,9 @@ def build_optimizer(model: nn.Module, config: dict):
     LambdaLR multiplies the optimizer's base rate (1.0 here) by the function of its step
     counter, which starts at 0 while the paper's steps count from 1: hence step + 1.
     """
-    optimizer = torch.optim.Adam(model.parameters(), lr=1.0, betas=ADAM_BETAS, eps=ADAM_EPS)
+    optimizer = torch.optim.Adam(
+        model.parameters(), lr=1.0, betas=ADAM_BETAS, eps=ADAM_EPS, foreach=ADAM_FOREACH
+    )
     d_model, warmup, factor = config["d_model"], config["warmup"], config["lr_factor"]
     if _setting(config, "schedule") == "constant":  # the tutorial's fixed rate
         rate = config["lr"]
@@ -320,12 +334,31 @@ def training_batches(task, batch_size: int, seed: int, epoch: int, position: int
 class TrainingLog:
     """What `train_steps` has done so far: the optimizer steps taken (counted from the
     run's start, a resumed run's earlier steps included), the loss of each step it took,
-    and the seconds those steps took (the callback's time not counted), in all and each."""
+    and the seconds those steps took (the callback's time not counted), in all and each.
+
+    A step's loss stays a tensor on the model's device until someone reads `losses`:
+    reading a number back from a GPU makes the CPU wait until the GPU has finished
+    everything queued so far (a host synchronisation), so the loop does it once every
+    `log_every` steps (nanoGPT's log_interval), never once a step. Reading `losses` brings
+    back every loss not read yet, all in one transfer, and returns them all as floats."""
 
     step: int
-    losses: list[float] = field(default_factory=list)
     seconds: float = 0.0
     step_seconds: list[float] = field(default_factory=list)
+    _read: list[float] = field(default_factory=list, repr=False)
+    _unread: list[torch.Tensor] = field(default_factory=list, repr=False)
+
+    def record(self, loss: torch.Tensor) -> None:
+        """Keep one step's loss (a 0-d tensor), without reading it back."""
+        self._unread.append(loss.detach())
+
+    @property
+    def losses(self) -> list[float]:
+        """Every step's loss, as floats (the ones still on the device read back now)."""
+        if self._unread:
+            self._read += torch.stack(self._unread).tolist()  # one transfer for them all
+            self._unread.clear()
+        return self._read
 
 
 def train_steps(
@@ -346,6 +379,7 @@ def train_steps(
     progress: bool = True,
     clock: Callable[[], float] = time.perf_counter,
     bf16: bool = False,
+    log_every: int = 10,
 ) -> TrainingLog:
     """The training loop: teacher-forced steps from `start_step` until `steps`, or until
     the steps have taken `time_budget` seconds. One loop for the CLI, lesson 09 and its
@@ -365,11 +399,19 @@ def train_steps(
 
     bf16=True runs the forward pass and the loss under bf16 autocast on `device`'s type
     (torch.autocast); backward and the optimizer see float32 parameters as before.
+
+    The losses are read back from the device every `log_every` steps and at the end (the
+    bar then shows the latest), not at every step: nothing in a step waits for a GPU to
+    finish (TrainingLog says why). On a GPU the clock around one step therefore times
+    the queuing of its work, and the step that reads the losses back waits for the rest;
+    the seconds of the steps add up to the time they took.
     """
     if isinstance(steps, bool) or not isinstance(steps, int) or steps < start_step:
         raise ValueError(f"steps must be an int >= start_step ({start_step}), got {steps!r}")
     if time_budget is not None and not time_budget > 0:
         raise ValueError(f"time_budget must be a positive number of seconds, got {time_budget!r}")
+    if isinstance(log_every, bool) or not isinstance(log_every, int) or log_every < 1:
+        raise ValueError(f"log_every must be a positive int, got {log_every!r}")
     log = TrainingLog(step=start_step)
     total = steps if time_budget is None else None  # a budget in seconds: no known end
     bar = tqdm(
@@ -380,6 +422,11 @@ def train_steps(
         mininterval=progress_every,
         disable=not progress,
     )
+
+    def show_loss() -> None:  # the last loss and the rate of the next step, on the bar
+        lr = optimizer.param_groups[0]["lr"]
+        bar.set_postfix(loss=f"{log.losses[-1]:.3f}", lr=f"{lr:.2e}", refresh=False)
+
     while log.step < steps and (time_budget is None or log.seconds < time_budget):
         started = clock()
         model.train()  # on_step may have evaluated, in eval mode
@@ -394,15 +441,17 @@ def train_steps(
         optimizer.step()
         if scheduler is not None:
             scheduler.step()
-        log.losses.append(loss.item())
+        log.record(loss)  # kept on the device: no waiting for it here
         log.step += 1
+        if log.step % log_every == 0:
+            show_loss()  # reads the last log_every losses back, in one transfer
         log.step_seconds.append(clock() - started)
         log.seconds += log.step_seconds[-1]
         bar.update(1)
-        lr = optimizer.param_groups[0]["lr"]  # the rate of the next step
-        bar.set_postfix(loss=f"{log.losses[-1]:.3f}", lr=f"{lr:.2e}", refresh=False)
         if on_step is not None:
             on_step(log)
+    if log.step > start_step:
+        show_loss()
     bar.close()
     return log
 
@@ -1034,8 +1083,9 @@ def _train_and_evaluate(
     def after_step(log: TrainingLog) -> None:
         nonlocal step, epoch, position, losses, train_seconds
         step, epoch, position = log.step, cursor["epoch"], cursor["position"]
-        losses, train_seconds = earlier_losses + log.losses, earlier_seconds + log.seconds
+        train_seconds = earlier_seconds + log.seconds
         if step % config["checkpoint_every"] == 0 or step == config["steps"]:
+            losses = earlier_losses + log.losses  # read back now, not at every step
             save()  # not timed: saving is not training
 
     budget = _remaining_budget(config, train_seconds)
@@ -1056,6 +1106,7 @@ def _train_and_evaluate(
         progress=processes.main,
         bf16=bf16,
     )
+    losses = earlier_losses + log.losses
     if budget is not None and not spent and step % config["checkpoint_every"] != 0:
         save()  # the time ran out between two checkpoints: keep the last step too
     if not processes.main:
@@ -1213,7 +1264,9 @@ def _train_language_model(args: argparse.Namespace, config: dict, device: torch.
         raise UsageError(f"the configuration cannot build a model: {error}") from None
     out.mkdir(parents=True, exist_ok=True)
     _write_json(out / "config.json", {"task": args.task, "seed": args.seed, **config})
-    optimizer = torch.optim.AdamW(model.parameters(), lr=config["lr"], betas=(0.9, 0.98))
+    optimizer = torch.optim.AdamW(
+        model.parameters(), lr=config["lr"], betas=(0.9, 0.98), foreach=ADAM_FOREACH
+    )
     warmup = config["warmup"]
     scheduler = torch.optim.lr_scheduler.LambdaLR(
         optimizer,

@@ -466,8 +466,9 @@ def test_describe_sizes_names_every_size():
         "(course.efficient.attention_cost)\n"
         "decoding: a model of the same sizes (explicit), eval mode, B=2, greedy, no early stop "
         "(course.efficient.speedup)\n"
-        "operators: forward with the loss and backward of one training step, d_model=64, 2+2 "
-        "layers, B=8, T=12; every aten operator that reaches a kernel (a TorchDispatchMode)\n"
+        "operators: one training step (forward with the loss, backward, Adam's for-each step), "
+        "d_model=64, 2+2 layers, B=8, T=16; the top-level aten operators torch.profiler "
+        "records (each called from Python, autograd or Adam, counted once)\n"
         "course's sizes: d_model=128, h=4, d_ff=512, 3+3 layers, B=64, T=24 (quick: the sizes "
         "above)"
     )

@@ -1,4 +1,5 @@
-"""course.data: the generated tasks, their splits, the vocabularies and the batches.
+"""course.data and the floors below it (course.generated, course.tokens): the generated tasks,
+their splits, the vocabularies and the batches.
 
 SCAN is checked against the counts of Lake & Baroni (2018) and interpretations worked
 out by hand; toy-translation against a parser written here, independently of the
@@ -12,7 +13,7 @@ from collections import Counter
 import pytest
 import torch
 
-from course import data
+from course import data, generated
 from course.data import (
     BOS_ID,
     EOS_ID,
@@ -212,11 +213,11 @@ def test_toy_translation_pairs_follow_the_target_grammar(tasks):
 
 def test_toy_translation_examples_by_hand():
     assert _translate("the dog sees a cat".split()) == tuple("ka baku ga na miro wo mira".split())
-    # the example of the module's docstring
+    # the example of course.generated's docstring
     source = "the young farmer near a river carries the book that follows a dog"
     target = "na suvi soba ka wako gorun ga na baku wo seka ka lipa wo bora"
     assert " ".join(_translate(source.split())) == target
-    assert source in data.__doc__ and target in data.__doc__
+    assert source in generated.__doc__ and target in generated.__doc__
 
 
 def test_toy_translation_sizes(tasks):

@@ -71,7 +71,7 @@ def test_padding_does_not_change_the_real_positions():
         (torch.zeros(2, 3), "integer tensor of token ids"),
         (torch.zeros(4, dtype=torch.long), "(B, T)"),
         (torch.zeros(1, 41, dtype=torch.long), "longer than max_len=40"),
-        (torch.full((1, 3), 50), "ids must lie in 0 .. 49"),
+        (torch.full((1, 3), 50), "token ids from 50 to 50, but its vocabulary has 50 tokens"),
     ],
 )
 def test_bad_tokens_get_a_clear_error(tokens, message):

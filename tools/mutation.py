@@ -96,6 +96,8 @@ DEFAULT_TESTS = {
         "tests/test_authoring_edges.py",
         *(f"--deselect=tests/test_pipeline.py::{name}" for name in COMMITTED_NOTEBOOK_TESTS),
     ],
+    "course/tokens.py": ["tests/test_data.py"],  # the basics of every task, tested with them
+    "course/generated.py": ["tests/test_data.py"],  # the generated tasks, tested with the registry
     "course/plotting.py": ["tests/test_utils_edges.py"],  # with the other shared helpers
     "course/__init__.py": ["tests/test_utils_edges.py"],  # the package's version
     "course/check/attention.py": [  # lesson 02's checker and lesson 03's
