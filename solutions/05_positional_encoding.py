@@ -3,13 +3,15 @@
 #
 # **The idea.** Attention compares every query with every key and averages the values. Nothing
 # in that computation says which key came first: it treats a sequence as a *set*. Shuffle the
-# words and every word gets exactly the same answer as before, only in the shuffled order.
+# words and every word gets the same answer as before (up to float rounding), only in the
+# shuffled order.
 # "dog bites man" and "man bites dog" look the same to it. The Transformer (Vaswani et al.,
 # 2017, "Attention Is All You Need") fixes this by adding to each word's embedding a vector
 # that depends on the word's position: the **positional encoding**.
 #
 # In this lesson you will
-# 1. prove numerically that self-attention without positions is permutation-equivariant;
+# 1. derive that self-attention without positions is permutation-equivariant, and check it
+#    numerically;
 # 2. meet the paper's sinusoidal encoding, work one entry by hand, and write
 #    `sinusoidal_encoding(max_len, d_model)`;
 # 3. look at it: a heatmap, its waves from wavelength $2\pi$ to almost $10000 \cdot 2\pi$, and
@@ -93,17 +95,22 @@ print("'dog' in 'man bites dog':", out_b[2])
 reverse = [2, 1, 0]                                   # sentence b is sentence a backwards
 print("out(man bites dog) == out(dog bites man) reversed, largest difference:",
       gap(out_b, out_a[reverse]))
+sentence_gap = (out_b - out_a[reverse]).abs().max().item()     # kept for the text below
 
 x = torch.randn(1, 10, d_model)                      # (B=1, T=10, d_model)
 shuffle = torch.randperm(10)                         # a random order of the 10 positions
 print("out(x shuffled) == out(x) shuffled, largest difference:",
       gap(self_attend(x[:, shuffle]), self_attend(x)[shuffle]))
+shuffle_gap = (self_attend(x[:, shuffle]) - self_attend(x)[shuffle]).abs().max().item()
 print("for scale, two different positions' outputs differ by up to",
       f"{(self_attend(x)[0] - self_attend(x)[1]).abs().max().item():.1f}")
 
 # %% [markdown]
 # The maths above is exact; in floating point the sums over the keys run in another order,
-# so the two agree to rounding (about $10^{-7}$ in float32), not always to the last bit.
+# so the two agree to float32 rounding, not always to the last bit: the largest differences
+# printed as "< 1e-6" were {{ sentence_gap:.1e }} for the sentences and
+# {{ shuffle_gap:.1e }} for the random shuffle in the run stored with this notebook (one
+# float32 step near 1 is $2^{-23} \approx 1.2 \times 10^{-7}$).
 #
 # So a Transformer's layers cannot know where a word stands unless the input tells them. The
 # remedy: add to the embedding of the word at position $pos$ a vector $PE(pos)$ that is
@@ -125,8 +132,10 @@ print("for scale, two different positions' outputs differ by up to",
 # - Both dimensions of a pair share one frequency: the exponent is $2i/d_{model}$, with $2i$
 #   the *even* dimension of the pair (0, 2, 4, ...), not the index of each dimension.
 # - $\omega_0 = 1$: the first pair turns once every $2\pi \approx 6.3$ positions. Each next
-#   pair turns slower, by the same factor, down to nearly $1/10000$ for the last one, a
-#   wavelength of almost $10000 \cdot 2\pi \approx 62{,}832$ positions.
+#   pair turns slower, by the same factor, down to $10000^{-(d_{model}-2)/d_{model}}$ for the
+#   last one: nearly $1/10000$ when $d_{model}$ is large (a wavelength just under
+#   $10000 \cdot 2\pi \approx 62{,}832$ positions; section 4 prints it for
+#   $d_{model} = 512$), but $0.001$ at $d_{model} = 8$.
 # - Position 0 is $(0, 1, 0, 1, \dots)$: $\sin 0 = 0$, $\cos 0 = 1$.
 # - An odd $d_{model}$ has one more even dimension than odd ones: its last dimension is a sine
 #   whose cosine partner would be dimension $d_{model}$, which does not exist.
@@ -361,16 +370,21 @@ print("M_3 M_4 == M_7:", torch.allclose(shift_matrix(3, 64) @ shift_matrix(4, 64
 # (every position row has the same length: each pair of its entries is a point on the unit
 # circle). Their ratio is $2 \sqrt{d_{model} / (V + d_{model})}$: the vocabulary decides
 # which is larger. The lengths, measured on the course's `Transformer` at three sizes (one
-# layer each, which does not change the embeddings' initialisation):
+# layer each, which does not change the embeddings' initialisation); the first two sizes are
+# read from the course's own settings (`course.train.CONFIGS`, `course.data`):
 
 # %%
+from course.data import FULL_VOCAB_SIZE, load_task
 from course.positional import PositionalEncoding, TokenEmbedding
+from course.train import CONFIGS
 from course.transformer import Transformer
 
-sizes = {"lesson 09's task": (37, 64), "lesson 11, full set": (8000, 256),
+toy_vocab = len(load_task("toy-translation").tgt_vocab)            # lesson 09's target side
+sizes = {"lesson 09's task": (toy_vocab, CONFIGS["toy-translation"]["d_model"]),
+         "lesson 11, full set": (FULL_VOCAB_SIZE, CONFIGS["fra-eng-full"]["d_model"]),
          "the paper's base": (37000, 512)}                          # (V, d_model)
 print(f"{'':<20} {'V':>6} {'d_model':>7} {'token row':>9} {'x sqrt(d_model)':>15} "
-      f"{'PE row':>6} {'ratio':>6}")
+      f"{'PE row':>6} {'token / PE':>10} {'PE / token':>10}")
 scaled_vs_pe, formula_error = {}, []
 for name, (V, d) in sizes.items():
     seed_everything(0)
@@ -382,30 +396,37 @@ for name, (V, d) in sizes.items():
     scaled_vs_pe[name] = (length * math.sqrt(d), pe_length)
     formula_error.append(abs(length * math.sqrt(d) / (d * math.sqrt(2 / (V + d))) - 1))
     print(f"{name:<20} {V:>6,} {d:>7} {length:>9.2f} {length * math.sqrt(d):>15.1f} "
-          f"{pe_length:>6.1f} {length * math.sqrt(d) / pe_length:>6.2f}")
+          f"{pe_length:>6.1f} {length * math.sqrt(d) / pe_length:>10.2f} "
+          f"{pe_length / (length * math.sqrt(d)):>10.2f}")
 default_rows = nn.Embedding(37000, 512).weight.detach()            # PyTorch's N(0, 1)
 default_length = default_rows.pow(2).sum(dim=-1).mean().sqrt().item()
 print(f"{'nn.Embedding N(0, 1)':<20} {37000:>6,} {512:>7} {default_length:>9.1f} "
       f"{default_length * math.sqrt(512):>15.1f} {16.0:>6.1f} "
-      f"{default_length * math.sqrt(512) / 16:>6.1f}")
+      f"{default_length * math.sqrt(512) / 16:>10.1f} {16 / (default_length * math.sqrt(512)):>10.2f}")
 
 # %% [markdown]
-# At the paper's size the model starts with positions about four times the length of the
-# scaled tokens (lesson 11's full model, three times), and without the scale the tokens would be about 1% of the input: the
-# scale does not make the two equal, it keeps the tokens from vanishing next to the
+# At the paper's size the model starts with positions {{ paper_pe / paper_token:.1f }} times
+# the length of the scaled tokens (lesson 11's full model, $d_{model} = {{ full_d_model }}$:
+# {{ full_pe / full_token:.1f }} times), and without the scale the tokens would be
+# {{ 100 * paper_token / math.sqrt(512) / paper_pe:.1f }}% of the length of the positions:
+# the scale does not make the two equal, it keeps the tokens from vanishing next to the
 # positions, and training grows the embeddings from there. (With a tied table the same
 # entries also serve the output layer, where small is what a linear layer wants.) A small
-# vocabulary, like lesson 09's 37 words, starts the other way round, tokens ahead of
-# positions. PyTorch's own `nn.Embedding` default, $\mathcal{N}(0, 1)$ entries, would
-# start with tokens $d_{model} = 512$ long: positions a small addition. The numbers,
-# checked:
+# vocabulary, like lesson 09's target vocabulary of {{ toy_vocab }} tokens (its words and
+# three specials), starts the other way round, tokens ahead of positions. PyTorch's own
+# `nn.Embedding` default, $\mathcal{N}(0, 1)$ entries, would start with tokens
+# $d_{model} = 512$ long: positions a small addition. The numbers, checked:
 
 # %%
 paper_token, paper_pe = scaled_vs_pe["the paper's base"]
+full_token, full_pe = scaled_vs_pe["lesson 11, full set"]
+full_d_model = sizes["lesson 11, full set"][1]
 print("Xavier row lengths follow d_model * sqrt(2 / (V + d_model)) within 5%:",
       max(formula_error) < 0.05)                                  # 37 rows: a small sample
 print("the paper's size: the scaled token row is 20-30% of the position row:",
       0.2 < paper_token / paper_pe < 0.3)
+print("lesson 11's full model: the position row is 2.5 to 4 times the scaled token row:",
+      2.5 < full_pe / full_token < 4)
 print("the paper's size, unscaled: the token row is under 2% of the position row:",
       paper_token / math.sqrt(512) / paper_pe < 0.02)
 print("lesson 09's size: the scaled token row is longer than the position row:",
@@ -589,9 +610,10 @@ print("position 0 unchanged:", torch.equal(rotated[..., 0, :], x[..., 0, :]))
 
 # %% [markdown]
 # In a model, rotary is applied to $q$ and $k$ of every head in every attention layer, after
-# $W_Q$ and $W_K$ (not to $v$, and nothing is added to the embeddings). Many recent language
-# models use it. This course's Transformer stays with the paper's sinusoids; `apply_rotary`
-# is here so you can try the alternative.
+# $W_Q$ and $W_K$ (not to $v$, and nothing is added to the embeddings). GPT-NeoX and LLaMA,
+# among other recent language models, use it. The course's encoder-decoder `Transformer`
+# (lessons 08-11) stays with the paper's sinusoids; lesson 12's decoder-only language model
+# uses rotary positions, through this `apply_rotary`.
 #
 # ## What's next
 #
