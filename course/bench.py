@@ -82,7 +82,8 @@ QUICK = dict(d_model=32, n_heads=4, n_layers=1, d_ff=64, vocab=50, batch=4, T=8,
              attention_repeats=3, decode_batch=2, decode_tokens=8, decode_repeats=2)  # fmt: skip
 # Operators are counted at small sizes (the count depends on the layers, not their width).
 OPS = dict(QUICK, d_model=64, n_layers=2, d_ff=128, batch=8, T=16)
-# The sizes the course itself trains at (lessons 09 and 11: d_model 128, 3 + 3 layers).
+# Sizes near the course's own models: d_model 128 as lessons 11 and 12 train at (fra-eng, lm-en),
+# 3 + 3 layers, between fra-eng's 2 + 2 and lm-en's 4; batches of 64 as every task.
 COURSE = dict(FULL, d_model=128, n_heads=4, n_layers=3, d_ff=512, batch=64, T=24, repeats=9)
 LABEL_SMOOTHING = 0.1
 
