@@ -129,8 +129,9 @@ def _course_fill(fields):
     import json
     values = {}
     for field in fields:
-        try:
-            values[field] = eval("f" + repr("{" + field + "}"), globals())
+        try:  # quotes the field does not use (Python 3.11 allows no backslash in a field)
+            quote = next(q for q in ("'", '"', "\'\'\'", '\"\"\"') if q not in field)
+            values[field] = eval(f"f{quote}{{ {field}}}{quote}", globals())  # "{ " then a dict
         except Exception as error:
             values[field] = {"error": f"{type(error).__name__}: {error}"}
     print(json.dumps(values))

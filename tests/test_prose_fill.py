@@ -27,6 +27,7 @@ print("draws:", draws)
 # %% [markdown]
 # The five draws add up to {{ sum(draws) }}, a mean of {{ sum(draws) / 5:.2f }};
 # the largest is {{ max(draws) }}. The mean again: {{sum(draws) / 5:.2f}}.
+# Quotes of both kinds: {{ {"Tom's": "x"}["Tom's"] + 'y' }}.
 """
 
 
@@ -48,7 +49,8 @@ def _expected(seed):
     draws = [random.randint(1, 6) for _ in range(5)]
     return (
         f"The five draws add up to {sum(draws)}, a mean of {sum(draws) / 5:.2f};\n"
-        f"the largest is {max(draws)}. The mean again: {sum(draws) / 5:.2f}."
+        f"the largest is {max(draws)}. The mean again: {sum(draws) / 5:.2f}.\n"
+        "Quotes of both kinds: xy."
     ), draws
 
 
