@@ -23,6 +23,8 @@
 #    check that the gain is not just the extra parameters this costs.
 
 # %%
+import time
+
 import matplotlib.pyplot as plt
 import torch
 import torch.nn.functional as F
@@ -159,9 +161,10 @@ print(f"equal: {torch.allclose(hs, want_hs, atol=1e-6)} (max |difference| {gap(h
 #
 # A layer that computes every position from its inputs directly needs **one**: all $T$
 # positions go into a single large matrix multiply. To compare like with like, we give both
-# the *same* arithmetic: the RNN's $T$ products $h_{t-1} W_{hh}$, against one product of a
-# $(B, T, d_h)$ tensor of states known in advance with $W_{hh}$, the same number of
-# multiply-adds.
+# the *same* arithmetic, $x_t W_{xh} + h_{t-1} W_{hh}$ at every position. Both do the
+# $x_t W_{xh}$ half in one product. The RNN does the $h_{t-1} W_{hh}$ half as $T$ dependent
+# products; the other layer does it as one product of a $(B, T, d_h)$ tensor of states known
+# in advance with $W_{hh}$. The number of multiply-adds is the same.
 
 # %%
 d = 64                                             # d_in = d_h = d
@@ -193,9 +196,11 @@ for T_ in lengths:
     print(f"{T_:>4} {multiply_adds:>21,} {T_:>22} {1:>12}")
 
 # %% [markdown]
-# Now the clock. Each measurement is the best of several runs (`time.perf_counter`): noise,
-# such as another program taking the CPU for a moment, only ever adds time. The numbers
-# change from run to run and from machine to machine; the shape of the curves does not.
+# Now the clock. Each measurement is the best of 15 runs (`time.perf_counter`): noise,
+# such as another program taking the CPU for a moment, only ever adds time. The milliseconds
+# change from run to run and from machine to machine (and with whatever else the machine is
+# doing). What should not change is that the loop is slower than the single multiply at
+# every length; the first line under the table checks it.
 #
 # Beside our Python loop we time `torch.nn.RNN` holding the same weights: the same $T$
 # dependent steps, but looped inside PyTorch's C++ code, in one call from Python.
@@ -211,10 +216,15 @@ with torch.no_grad():
         seconds["recurrent, Python loop"].append(best_seconds(recurrent, x_time, repeats=15))
         seconds["recurrent, one nn.RNN call"].append(best_seconds(recurrent_in_torch, x_time, repeats=15))
         seconds["all at once"].append(best_seconds(all_at_once, x_time, h_prev, repeats=15))
+loop_over_once = [loop / fast for loop, fast in zip(seconds["recurrent, Python loop"],
+                                                     seconds["all at once"])]
 print(f"{'T':>4} {'Python loop':>12} {'nn.RNN':>9} {'all at once':>12} {'loop / all at once':>19}")
-for T_, loop, in_torch, fast in zip(lengths, *seconds.values()):
+for T_, loop, in_torch, fast, ratio in zip(lengths, *seconds.values(), loop_over_once):
     print(f"{T_:>4} {loop * 1e3:9.3f} ms {in_torch * 1e3:6.3f} ms {fast * 1e3:9.3f} ms "
-          f"{loop / fast:18.1f}x")
+          f"{ratio:18.1f}x")
+print("Python loop slower than all at once at every length:", min(loop_over_once) > 1)
+print("each of the three times grows with T:",
+      all(a < b for times in seconds.values() for a, b in zip(times, times[1:])))
 
 # %% tags=["nbval-ignore-output"]
 fig, ax = plt.subplots(figsize=(6, 3.5))
@@ -230,38 +240,49 @@ plt.tight_layout()
 plt.show()
 
 # %% [markdown]
-# The loop costs several times more for exactly the same arithmetic, at every length. On a
-# CPU with two cores both curves climb, because the arithmetic grows with $T$. On a GPU, with
-# thousands of cores, the one large multiply stays nearly flat until the GPU is full, while
-# the loop cannot use the extra cores at all: step $t$ still waits for step $t-1$.
+# For exactly the same arithmetic, the Python loop takes {{ min(loop_over_once):.1f }} to
+# {{ max(loop_over_once):.1f }} times as long as the single multiply here. The course runs
+# PyTorch on one CPU thread, and there all three curves climb (the second line under the
+# table), because the arithmetic grows with $T$. On a GPU, with thousands of cores, the one
+# large multiply would stay nearly flat until the GPU is full (this notebook runs on the CPU
+# and does not measure that), while the loop cannot use the extra cores at all: step $t$
+# still waits for step $t-1$.
 #
 # Not all of the loop's time is arithmetic, though. Each step is a handful of tiny
 # operations (a product, an addition, a tanh), and each one is a separate round trip: through
 # the Python interpreter in our loop, through PyTorch's dispatcher to a kernel in both loops
 # (on a GPU, one kernel launch per operation). That fixed cost per step is paid $T$ times,
-# and at $d = 64$ it is larger than the multiply-adds themselves. Per position, at the
+# however small the product, where the single multiply pays it once. Per position, at the
 # longest $T$:
 
 # %% tags=["nbval-ignore-output"]
 for name, times in seconds.items():
     print(f"{name:<28} {times[-1] / lengths[-1] * 1e6:6.2f} µs per position")
+rnn_share = seconds["recurrent, one nn.RNN call"][-1] / seconds["recurrent, Python loop"][-1]
+rnn_faster_at = [T_ for T_, loop, in_torch in zip(lengths, seconds["recurrent, Python loop"],
+                                                   seconds["recurrent, one nn.RNN call"])
+                 if in_torch < loop]
+print(f"nn.RNN takes {rnn_share:.0%} of the Python loop's time at T = {lengths[-1]}; "
+      f"it is faster than the loop at T = {', '.join(map(str, rnn_faster_at))}")
 
 # %% [markdown]
-# Moving the loop from Python into C++ (`nn.RNN`) removes the interpreter's share, and on
-# this CPU that is the smaller part: `nn.RNN` still takes most of the loop's time, because
-# it too makes its small calls one step after the other. Most of the gap to "all at once"
-# is the price of many small dependent operations, each too small to keep the hardware busy
-# and none able to start before the previous one ends. Faster code can shave the overhead
+# Moving the loop from Python into C++ (`nn.RNN`) removes the interpreter's share. At the
+# longest $T$ here, `nn.RNN` still takes {{ rnn_share:.0% }} of the Python loop's time, because
+# it too makes its small calls one step after the other (it was faster than the loop at
+# {{ len(rnn_faster_at) }} of the {{ len(lengths) }} lengths of the table). The rest of the gap
+# to "all at once" is the price of many small dependent operations, each too small to keep
+# the hardware busy and none able to start before the previous one ends. Faster code can shave the overhead
 # per step; only removing the dependency removes the $T$.
 #
-# The Transformer paper ("Attention Is All You Need", Vaswani et al. 2017, Table 1) puts it in
-# one table, with a third kind of layer, the convolution, between the two. For a sequence
-# of length $n$, width $d$ and a convolution kernel of width $k$:
+# The Transformer paper ("Attention Is All You Need", Vaswani et al. 2017, Table 1, and the
+# path lengths of its §4) puts it in one table, with a third kind of layer, the convolution,
+# between the two (we leave out the table's fourth row, self-attention restricted to a
+# neighbourhood). For a sequence of length $n$, width $d$ and a convolution kernel of width $k$:
 #
 # | layer | work per layer | sequential operations | longest path between two positions |
 # |---|---|---|---|
 # | recurrent | $O(n \cdot d^2)$ | $O(n)$ | $O(n)$ |
-# | convolutional | $O(k \cdot n \cdot d^2)$ | $O(1)$ | $O(n/k)$ contiguous kernels, $O(\log_k(n))$ dilated |
+# | convolutional | $O(k \cdot n \cdot d^2)$ | $O(1)$ | $O(n/k)$ contiguous kernels (§4), $O(\log_k(n))$ dilated (Table 1) |
 # | self-attention | $O(n^2 \cdot d)$ | $O(1)$ | $O(1)$ |
 #
 # Self-attention does *more* arithmetic than a recurrent layer when $n > d$, but all of it
@@ -269,18 +290,21 @@ for name, times in seconds.items():
 
 # %% [markdown]
 # **A convolution is a sliding word window.** Each output position reads the $k$ inputs
-# around it, one $d \times d$ matrix per offset $j$ in the window:
+# that end at it (a causal window, as in the decoders of ByteNet and ConvS2S below), one
+# $d \times d$ matrix per offset $j$ in the window:
 #
 # $$
-# y_t = \sum_{j} x_{t+j} W_j + b ,
+# y_t = \sum_{j=0}^{k-1} x_{t-j} W_j + b ,
 # $$
 #
 # that is $k$ products of size $d \times d$ at each of $n$ positions, $O(k \cdot n \cdot d^2)$.
 # No output waits for another, so all positions are computed at once, like attention. But one
 # layer sees only its window: for position 1 to reach position $n$, layers must be stacked.
 # Each contiguous layer widens what one output sees by $k - 1$ positions; a dilated layer,
-# whose $k$ taps at layer $\ell$ are $k^{\ell}$ positions apart, multiplies it by $k$. A CNN
-# is parallel over positions but reaches far only with depth.
+# whose $k$ taps at layer $\ell = 0, 1, \dots$ are $k^{\ell}$ positions apart, multiplies it
+# by $k$. (A window centred on $t$ reaches only $(k-1)/2$ positions back per layer, so it needs
+# about twice the layers for the same path.) A CNN is parallel over positions but reaches far
+# only with depth.
 #
 # And $W_j$ is the same for every neighbour at offset $j$, whatever word sits there: the
 # convolution mixes its inputs by *position*, with weights fixed once training ends.
@@ -305,9 +329,10 @@ for n in [16, 64, 256, 1024]:
           f"{conv_layers_to_see(n, k, dilated=True):>14} {1:>10}")
 
 # %% [markdown]
-# Steps between the first and the last position, for each kind of layer: the recurrent
-# path grows with $n$, the contiguous convolution's with $n / (k - 1)$, the dilated one's
-# with $\log_k(n)$, and attention's is one step at every length.
+# Steps on the path from the first position to the last (for the convolutions: causal
+# layers stacked until the last output sees the first input). The recurrent path grows with
+# $n$, the contiguous convolution's with $n / (k - 1)$, the dilated one's with $\log_k(n)$,
+# and attention's is one step at every length.
 #
 # These are not made-up layers: before the Transformer, three well-known translation models
 # were built from convolutions to get rid of the recurrence, the **Extended Neural GPU**
@@ -391,9 +416,10 @@ for name, norms in gradients.items():
 # where the gates $f_t, i_t, o_t \in (0, 1)$ are computed from $x_t$ and $h_{t-1}$. Along the
 # cell state, one step multiplies the gradient by the forget gate $f_t$ alone. When $f_t$ is
 # close to 1 the gradient survives many steps. But an untrained LSTM's forget gate sits near
-# $\sigma(0) = 0.5$, which halves the gradient at each step; a common remedy (recommended by
-# Jozefowicz et al., 2015) is to start the forget gate's bias at a positive value. We measure
-# the default, and a forget bias of 2 ($f \approx \sigma(2) \approx 0.88$).
+# $\sigma(0) = 0.5$, which halves the gradient along the cell state at each step; a common
+# remedy (recommended by Jozefowicz et al., 2015) is to start the forget gate's bias at a
+# positive value. We measure the default, and a forget bias of 2
+# ($f \approx \sigma(2) \approx 0.88$).
 
 # %%
 def lstm(forget_bias=None):
@@ -411,6 +437,10 @@ gradients["LSTM, forget bias 2"] = gradient_by_distance(lstm(forget_bias=2.0), x
 for name in list(gradients)[3:]:
     norms = gradients[name]
     print(f"{name:<44}" + "".join(f"{norms[k] / norms[0]:>8.0e}" for k in distances))
+at_59 = {name: float(norms[59] / norms[0]) for name, norms in gradients.items()}  # distance 59
+lstm_step_factor = at_59["LSTM, torch's default init"] ** (1 / 59)   # the mean factor per step
+rnn_default_at_59 = at_59["RNN, torch's default init"]
+print(f"LSTM, torch's default init: the gradient shrinks by {lstm_step_factor:.2f} per step on average")
 
 # %%
 fig, axes = plt.subplots(1, 2, figsize=(11, 3.8), sharey=True)
@@ -429,15 +459,17 @@ plt.show()
 # %% [markdown]
 # On a log scale a straight line is an exponential: each step multiplies the gradient by the
 # same factor on average. The vanilla RNN's line points down at gain 0.5 and up at gain 2;
-# even at gain 1 it falls by orders of magnitude over 60 steps, because tanh's slope is
-# below 1.
+# even at gain 1 it falls to {{ at_59["RNN, gain 1.0"]:.0e }} of the nearest value over 59
+# steps, because tanh's slope is below 1.
 #
 # At torch's default initialisation the LSTM does hardly better than the RNN: its forget
-# gates sit near 0.5 and halve the gradient at every step. With the forget gate open, the
-# gradient 59 steps back is still a few percent of the nearest one, where the RNN's has
-# fallen by twelve orders of magnitude. That is why LSTMs (and GRUs, built on the same idea)
-# replaced vanilla RNNs. But the curve still falls, and the path is still $T - 1$ steps
-# long. Attention removes the path itself.
+# gates sit near 0.5, and the gradient shrinks by about that factor per step, a little less
+# here because the gates open other paths: {{ lstm_step_factor:.2f }} per step on average over
+# the 59 steps. With the forget gate open (bias 2), the gradient 59 steps back is still
+# {{ at_59["LSTM, forget bias 2"]:.0e }} of the nearest one, where the RNN's has fallen to
+# {{ rnn_default_at_59:.0e }}. That is why LSTMs (and GRUs, built on the
+# same idea) replaced vanilla RNNs. But the curve still falls, and the path is still $T - 1$
+# steps long. Attention removes the path itself.
 
 # %% [markdown]
 # ## 6. One vector for the whole sentence
@@ -480,13 +512,19 @@ for row in range(3):
 # %% [markdown]
 # Training: 500 steps of Adam on fresh batches, cross-entropy on every target token
 # (padding ignored). Before each step we clip the gradient's norm to 1, the standard guard
-# against the exploding gradients of section 5. A few seconds on a laptop CPU.
+# against the exploding gradients of section 5. Each of the three models below took
+# {{ min(training_seconds):.0f }} to {{ max(training_seconds):.0f }} seconds to train in this
+# notebook's run, on one CPU thread.
 
 # %%
 lengths_task = range(1, 17)
 
 
+training_seconds = []                                                 # one entry per train()
+
+
 def train(model, steps=500, batch_size=64):
+    start = time.perf_counter()
     generator = torch.Generator().manual_seed(0)
     optimizer = torch.optim.Adam(model.parameters(), lr=1e-2)
     model.train()
@@ -498,6 +536,7 @@ def train(model, steps=500, batch_size=64):
         loss.backward()
         nn.utils.clip_grad_norm_(model.parameters(), max_norm=1.0)
         optimizer.step()
+    training_seconds.append(time.perf_counter() - start)
     return model.eval()
 
 
@@ -518,9 +557,9 @@ def parameters(model):
 
 # %% [markdown]
 # The exact percentages below depend on floating-point rounding, which differs between
-# CPUs and thread counts: on another machine they can move by several points (the course's
-# tests do not compare them). What does not move is the pattern, and a cell further down
-# checks that.
+# CPUs and thread counts: on another machine they can move a lot (we have seen the attention
+# model's move by tens of points at the longest lengths; the course's tests do not compare
+# them). What does not move is the pattern, and a cell further down checks that.
 
 # %% tags=["nbval-ignore-output"]
 seed_everything(0)
@@ -531,9 +570,10 @@ print("length:            " + "".join(f"{n:>5}" for n in lengths_task))
 print("reversed exactly:  " + "".join(f"{a:>5.0%}" for a in accuracy["one context vector"]))
 
 # %% [markdown]
-# Short strings come out right; long ones almost never. All sixteen digits must be packed
-# into the 64 numbers of the context vector *and* survive the long recurrent path through
-# encoder and decoder, and 500 steps of training do not find a way to do both.
+# Short strings come out right; long ones almost never (under 20% from 12 digits up, the
+# first check further down). All sixteen digits must be packed into the 64 numbers of the
+# context vector *and* survive the long recurrent path through encoder and decoder, and 500
+# steps of training do not find a way to do both.
 #
 # Now change one thing. Let the decoder, at every output step, **look back at all the
 # encoder's states** $h_1, \dots, h_T$ and take a weighted average of them, with weights it
@@ -617,16 +657,18 @@ def seq2seq(d_hidden, attention=False):
 target = parameters(with_attention)
 d_matched = min(range(64, 129), key=lambda d_h: abs(parameters(seq2seq(d_h)) - target))
 baseline = parameters(fixed_context)
+matched_parameters = parameters(seq2seq(d_matched))
 rows = [("one context vector", 64, baseline),
         ("with attention", 64, target),
-        ("one context vector, capacity-matched", d_matched, parameters(seq2seq(d_matched)))]
+        ("one context vector, capacity-matched", d_matched, matched_parameters)]
 print(f"{'model':<37} {'d_hidden':>8} {'parameters':>11} {'vs one context vector':>22}")
 for name, d_h, n in rows:
     print(f"{name:<37} {d_h:>8} {n:>11,} {n / baseline - 1:>+22.1%}")
 
 # %% [markdown]
-# A hidden size of 74 brings the model without attention within 1% of the attention
-# model's count. Trained the same way:
+# A hidden size of {{ d_matched }} brings the model without attention within
+# {{ abs(matched_parameters / target - 1):.1%}} of the attention model's count. Trained the
+# same way:
 
 # %% tags=["nbval-ignore-output"]
 seed_everything(0)
@@ -653,16 +695,25 @@ plt.tight_layout()
 plt.show()
 
 # %% [markdown]
-# The extra hidden units help at middle lengths, and hardly at all from 12 digits up: with
-# as many parameters as the attention model, one context vector still fails on long strings.
-# The advantage comes from what attention lets the decoder read, not from its size.
+# The extra hidden units help at middle lengths
+# ({{ mean_middle["capacity-matched"]:.0%}} reversed exactly on average over 5 to 10 digits,
+# against {{ mean_middle["one context vector"]:.0%}}), and hardly at all from 12 digits up,
+# where both stay under 20%: with as many parameters as the attention model, one context
+# vector still fails on long strings.
+# So in this run the advantage comes from what attention lets the decoder read, not from
+# its size.
 #
-# The claims of this section, checked (these lines are compared on every test run):
+# That is one training run per model (seed 0). To try another draw, change the seed in the
+# three training cells. Runs with seeds 1 and 2, outside this notebook (one CPU thread),
+# printed True on every line below as well. The claims of this section, checked (these
+# lines are compared on every test run):
 
 # %%
 one_vector, attention = accuracy["one context vector"], accuracy["with attention"]
 matched = accuracy["capacity-matched"]
 at_least = {n: [i for i, length in enumerate(lengths_task) if length >= n] for n in (9, 12)}
+middle = [i for i, length in enumerate(lengths_task) if 5 <= length <= 10]
+mean_middle = {name: sum(accuracy[name][i] for i in middle) / len(middle) for name in accuracy}
 print("one context vector, under 20% reversed exactly at every length from 12 digits up:",
       all(one_vector[i] < 0.2 for i in at_least[12]))
 print("with attention, more reversed exactly at every length from 9 digits up:",
@@ -671,6 +722,8 @@ print("capacity-matched, still under 20% reversed exactly at every length from 1
       all(matched[i] < 0.2 for i in at_least[12]))
 print("with attention, more reversed exactly than capacity-matched from 9 digits up:",
       all(attention[i] > matched[i] for i in at_least[9]))
+print("capacity-matched, more reversed exactly than one context vector on average over 5 to 10 digits:",
+      mean_middle["capacity-matched"] > mean_middle["one context vector"])
 
 # %% [markdown]
 # Where did the attention model look? For one 10-digit string, each row is one output step
@@ -684,6 +737,11 @@ src, _, _ = digit_task(1, [10], torch.Generator().manual_seed(2), reverse=True) 
 guess = with_attention.generate(src, BOS, EOS, max_len=11)                      # (1, 11)
 weights = with_attention.attn[0]                                                # (steps, 10)
 written = [show(token.view(1)) for token in guess[0, :weights.shape[0]]]           # one label a step
+writes = [9 - i for i in range(10)]                # digit step i writes source position 9 - i
+looks = weights[:10].argmax(dim=-1).tolist()       # where each digit step puts its largest weight
+exact_steps = sum(j == w for j, w in zip(looks, writes))
+print("each of the 10 digit steps looks most at the digit it writes, or the one right after it:",
+      len(looks) == 10 and all(j in (w, w + 1) for j, w in zip(looks, writes)))
 fig, ax = plt.subplots(figsize=(5.5, 5))
 attention_heatmap(weights, queries=written, keys=list(show(src[0])), ax=ax,
                   title="decoder step (rows) attends to source digit (columns)", annotate=False)
@@ -693,9 +751,16 @@ ax.images[0].colorbar.set_label("attention weight")
 plt.show()
 
 # %% [markdown]
-# An anti-diagonal: to write the $i$-th digit of the answer, the decoder reads the $i$-th
-# digit from the end of the source, directly, one step away, however long the string is.
-# Nothing has to be squeezed into one vector, and nothing has to survive a long path.
+# An anti-diagonal (the line above the plot checks it): for this 10-digit string, at every
+# step the decoder puts its largest weight on the source digit it is writing, or on the one
+# right after it ({{ exact_steps }} of the 10 steps on the digit itself). The neighbour serves
+# as well: the encoder reads left to right, so its state one position later still carries
+# the digit. Either way the decoder reads what it needs directly, one step away. Nothing has
+# to be squeezed into one vector, and nothing has to survive a long recurrent path between
+# source and answer. That does not make long
+# strings free: this model, too, reversed fewer of the longest strings exactly
+# ({{ accuracy["with attention"][-1]:.0% }} at 16 digits), though more than either model
+# without attention (the checks above).
 #
 # ## What's next
 # Attention was first bolted onto an RNN, as here. The Transformer's step is to drop the

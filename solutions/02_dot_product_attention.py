@@ -122,14 +122,16 @@ print(f"additive {seconds_additive * 1e3:.3f} ms, dot product {seconds_dot * 1e3
 # practice the dot product wins by far, in time and in memory, because the whole score
 # matrix is **one matrix multiplication**, the operation that hardware and libraries are
 # best at; the additive score must build and squash a $d$-wide hidden vector for every
-# (query, key) pair first, the 2.56 million numbers above for a mere 40,000 scores.
+# (query, key) pair first, the {{ hidden.numel() / 1e6:.2f }} million numbers above for a mere
+# {{ scores_dot.numel():, }} scores.
 #
-# The paper also reports a catch: for large $d_k$, additive attention gives better results
-# than the dot product *without scaling*. The paper's explanation: dot products of long
-# vectors grow large, and large scores push the softmax into a corner where it barely passes
-# back any gradient. Lesson 03 measures exactly that and fixes it with one division by
-# $\sqrt{d_k}$, which keeps the dot product's speed. Here $d_k$ is small and the scores stay
-# unscaled.
+# The paper also notes a catch, citing Britz et al. (2017): for large $d_k$, additive
+# attention gives better results than the dot product *without scaling*. The cause the paper
+# suspects: dot products of long vectors grow large, and large scores push the softmax into a
+# corner where it barely passes back any gradient. Lesson 03 measures exactly that and fixes
+# it with one division by $\sqrt{d_k}$, which keeps the dot product's speed. The lookups of
+# this lesson use $d_k = 2$ and $d_k = 7$, small enough to leave the scores unscaled (the
+# 64-wide scores above were only timed, never put through a softmax).
 
 # %% [markdown]
 # ## 2. One lookup, by hand
@@ -238,13 +240,13 @@ for name, row in [("small row", scores), ("large row", large_scores)]:
 q_wide = torch.randn(1000, 1, 1024, generator=torch.Generator().manual_seed(0))   # (n, 1, d_k)
 k_wide = torch.randn(1000, 8, 1024, generator=torch.Generator().manual_seed(1))   # (n, T_k=8, d_k)
 wide_scores = (q_wide @ k_wide.transpose(-2, -1)).squeeze(1)                     # (n, 8)
+nan_rows = softmax_naive(wide_scores).isnan().any(dim=-1).sum().item()           # exp / sum
 print(f"largest score: {wide_scores.max().item():.0f}")
-print("rows that come out NaN:  exp / sum",
-      softmax_naive(wide_scores).isnan().any(dim=-1).sum().item(),
+print("rows that come out NaN:  exp / sum", nan_rows,
       "of 1000;  max subtracted", softmax_stable(wide_scores).isnan().any(dim=-1).sum().item())
 
 # %% [markdown]
-# A few rows in every hundred would be NaN with `exp / sum`, and a NaN spreads into
+# {{ nan_rows }} rows in 1000 would be NaN with `exp / sum`, and a NaN spreads into
 # everything computed from it. The scaling of lesson 03 makes such scores rare, but a
 # softmax should not depend on that: from lesson 03 on, compute it with the maximum
 # subtracted (or let `tensor.softmax` do it).
@@ -430,9 +432,43 @@ ax.images[0].colorbar.set_label("attention weight")
 plt.show()
 
 # %% [markdown]
-# Each word mostly looks at words *like itself*: the function words at each other, and
-# "it" spreads its weight over all nouns. With $Q = K$ a word can only ask "who resembles
-# me?". To ask a *different* question, such as "which noun can be tired?", queries and keys
+# The numbers behind a few rows of the heatmap:
+
+# %%
+self_weights = weights[0]                                                # (T, T): the heatmap
+is_function_word = torch.tensor([embedding[w][-1] == 1 for w in words])  # (T,): the, did, not, ...
+on_function_words = self_weights[is_function_word][:, is_function_word].sum(dim=-1)   # (6,)
+print(f"each function word, on the function words together: at least {on_function_words.min():.2f}")
+
+
+def weight_of(query, key):
+    """The weight the word `query` puts on the word `key`."""
+    return self_weights[words.index(query), words.index(key)].item()
+
+
+def largest_elsewhere(query, *keys):
+    """The largest weight `query` puts on any word other than itself and `keys`."""
+    others = [j for j, w in enumerate(words) if w not in (query, *keys)]
+    return self_weights[words.index(query), others].max().item()
+
+
+for word in ["chicken", "road", "cross"]:
+    print(f"{word:>8}: {weight_of(word, word):.2f} on itself, "
+          f"at most {largest_elsewhere(word):.2f} on any other word")
+print(f"      it: {weight_of('it', 'it'):.2f} on itself, {weight_of('it', 'chicken'):.2f} on chicken, "
+      f"{weight_of('it', 'road'):.2f} on road, at most {largest_elsewhere('it', 'chicken', 'road'):.2f} "
+      "on any other word")
+
+# %% [markdown]
+# Words look most at words *like themselves*: each function word puts at least
+# {{ on_function_words.min():.2f }} of its weight on the function words, and "chicken" and
+# "road" put {{ weight_of("chicken", "chicken"):.2f }} and {{ weight_of("road", "road"):.2f }}
+# on themselves. "it" shares its one feature, "noun", with "chicken" and "road": it gives them
+# and itself the same weight, {{ weight_of("it", "chicken"):.2f }} each, and has no way to
+# prefer one noun. A word that shares no feature with any other, like "cross", spreads its weight almost
+# evenly: {{ weight_of("cross", "cross"):.2f }} on itself, at most
+# {{ largest_elsewhere("cross"):.2f }} on any other word. With $Q = K$ a word can only ask "who
+# resembles me?". To ask a *different* question, such as "which noun can be tired?", queries and keys
 # need their own learned projections, $Q = X W_Q$ and $K = X W_K$.
 #
 # ## What's next

@@ -212,7 +212,7 @@ for n_heads in (1, 2, 3, 6):
 # | $W_Q, W_K, W_V, W_O$ | $4\,d_{model}^2$ (+ $4\,d_{model}$ biases) | $4\,T\,d_{model}^2$ | no |
 # | scores $QK^\top$, per head $T \times T \times d_k$ | none | $h \cdot T^2 d_k = T^2 d_{model}$ | no |
 # | weights $\times V$, per head the same | none | $T^2 d_{model}$ | no |
-# | softmax: one $T \times T$ map of weights per head | none | none ($h\,T^2$ exponentials) | **yes** |
+# | scaling and softmax: one $T \times T$ map of weights per head | none | none ($h\,T^2$ divisions and exponentials, not multiply-adds) | **yes** |
 #
 # Every multiply-add sits in the first three rows, and none of them depends on $h$: the
 # $h$ smaller products add up to exactly the one full-width product. Let's check it on the
@@ -340,10 +340,11 @@ plt.show()
 # exponentials. Here it took {{ softmax_ms[1]:.3f }} ms at $h = 1$ and
 # {{ softmax_ms[32]:.3f }} ms at $h = 32$, {{ softmax_ms[32] / softmax_ms[1]:.0f }} times as
 # long for 32 times the maps. The whole forward pass, whose multiply-adds are the same for
-# every $h$, gets no faster with more heads (the check above): {{ forward_ms[1]:.2f }} ms at
-# $h = 1$, {{ forward_ms[8]:.2f }} ms at $h = 8$, {{ forward_ms[32]:.2f }} ms at $h = 32$.
-# Where it rises with $h$, there are likely reasons: the work done on every entry of the
-# maps (the scaling by $\sqrt{d_k}$, the softmax) grows with $h$ (the left-hand curve), and
+# every $h$, is no faster with 32 heads than with one (the check above): {{ forward_ms[1]:.2f }}
+# ms at $h = 1$, {{ forward_ms[32]:.2f }} ms at $h = 32$; in between it need not climb in a
+# straight line (the table above has every $h$). Where it rises with $h$, there are likely reasons: the
+# work done on every entry of the maps (the scaling by $\sqrt{d_k}$, the softmax) grows with
+# $h$ (the left-hand curve times the softmax alone), and
 # many narrow matrix products of width $d_k$ may run less efficiently than one wide product
 # with the same multiply-adds (not timed here). Other programs on the machine can still
 # slow the work a little (they share its caches), so how far the right-hand curve rises

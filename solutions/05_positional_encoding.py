@@ -339,8 +339,8 @@ print("M_3 M_4 == M_7:", torch.allclose(shift_matrix(3, 64) @ shift_matrix(4, 64
 # %% [markdown]
 # One matrix per offset, valid at every position: $W_Q$ and $W_K$ are linear maps too, so a
 # layer *can* build queries and keys that compare "the word $k$ places back". Whether a
-# trained model uses this is an empirical question; the paper's own comparison follows in
-# section 7. (An odd $d_{model}$ has no such map: its last sine has no cosine to rotate with.)
+# trained model uses this is an empirical question, which the paper does not test directly;
+# section 7 gives the comparison it did make, sinusoids against learned positions. (An odd $d_{model}$ has no such map: its last sine has no cosine to rotate with.)
 
 # %% [markdown]
 # ## 6. Into the model: embeddings, scaled, plus positions, then dropout
@@ -612,8 +612,10 @@ print("position 0 unchanged:", torch.equal(rotated[..., 0, :], x[..., 0, :]))
 # In a model, rotary is applied to $q$ and $k$ of every head in every attention layer, after
 # $W_Q$ and $W_K$ (not to $v$, and nothing is added to the embeddings). GPT-NeoX and LLaMA,
 # among other recent language models, use it. The course's encoder-decoder `Transformer`
-# (lessons 08-11) stays with the paper's sinusoids; lesson 12's decoder-only language model
-# uses rotary positions, through this `apply_rotary`.
+# (lessons 08-11) uses the paper's sinusoids by default; it also takes `positions="rotary"`
+# (the README's SCAN length runs compare the two, and lesson 10's KV cache handles both).
+# Lesson 12's decoder-only language model uses rotary positions throughout, through this
+# `apply_rotary`.
 #
 # ## What's next
 #
