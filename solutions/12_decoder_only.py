@@ -18,8 +18,10 @@
 #    and bigram counts on the same held-out sentences;
 # 4. see what **temperature**, **top-k** and **top-p** do to a distribution, and write
 #    `sample_next` (the exercise);
-# 5. train the model for about a minute here (ten with the command line) and score it;
-# 6. let it write: greedy against sampling, and why greedy repeats itself;
+# 5. train the model for {{ STEPS }} steps here ({{ train_seconds:.0f }} s in the run stored
+#    with this notebook; {{ config["time_budget"] / 60:.0f }} minutes with the command line)
+#    and score it;
+# 6. let it write: greedy against sampling, and how greedy repeats itself;
 # 7. measure what lesson 10's KV cache saves when generating;
 # 8. go back to lesson 11: the translator is this model plus an encoder and
 #    cross-attention, and the three families of Transformers.
@@ -27,6 +29,7 @@
 # %%
 import math
 import time
+from collections import Counter
 
 import matplotlib.pyplot as plt
 import torch
@@ -37,7 +40,8 @@ from course.layers import DecoderLayer, EncoderLayer
 from course.train import CONFIGS
 from course.utils import seed_everything
 
-seed_everything(0)
+SEED = 0                 # the data split, the weights, the batches' order and every draw below
+seed_everything(SEED)
 torch.set_printoptions(precision=3, sci_mode=False)
 
 # %% [markdown]
@@ -50,11 +54,12 @@ torch.set_printoptions(precision=3, sci_mode=False)
 #
 # The text is the English side of lesson 11's file, cleaned as `fra-eng-full` cleaned it
 # (as people wrote it: capitals, apostrophes, punctuation), every distinct sentence once.
-# 2% of the sentences are held out to measure the model. The split is **grouped**, as in
-# lesson 11: "I'm tired." and "I'm tired!" differ only in their last character, and a
-# model that saw one in training would find the other easy, so sentences that differ only
-# in case or final punctuation go to the same side. The BPE vocabulary of 4,000 pieces
-# (lesson 11, section 4) is trained on the training sentences only.
+# {{ lm.LM_TEST_FRACTION:.0% }} of the sentences are held out to measure the model. The split
+# is **grouped**, as in lesson 11: "I'm tired." and "I'm tired!" differ only in their last
+# character, and a model that saw one in training would find the other easy, so sentences
+# that differ only in case or final punctuation go to the same side. The BPE vocabulary of
+# {{ len(data.vocab):, }} pieces (lesson 11, section 4) is trained on the training sentences
+# only.
 #
 # `load_task("lm-en", seed)` returns this data (a `course.lm.LMData`: id lists, not the
 # (source, target) pairs of a translation task). Each sentence becomes
@@ -62,7 +67,7 @@ torch.set_printoptions(precision=3, sci_mode=False)
 # end.
 
 # %%
-data = load_task("lm-en", seed=0)
+data = load_task("lm-en", seed=SEED)
 print(data)
 for text, ids in list(zip(data.train_text, data.train))[1000:1003]:
     print(f"\n{text!r}")
@@ -70,7 +75,8 @@ for text, ids in list(zip(data.train_text, data.train))[1000:1003]:
     print("  ids:   ", ids)
 
 # %% [markdown]
-# Every piece is a token to predict. How long are the sequences?
+# {{ len(data.train):, }} training and {{ len(data.test):, }} held-out sentences. Every piece is a
+# token to predict. How long are the sequences?
 
 # %%
 lengths = [len(s) for s in data.train]
@@ -90,25 +96,30 @@ print(f"median {sorted(lengths)[len(lengths) // 2]} tokens, longest {max(lengths
 # Lesson 08 (section 6) built a decoder-only model in a few lines: a decoder layer without
 # a source has no cross-attention, and what is left (masked self-attention, then the
 # feed-forward network) *is an encoder layer with a causal mask*. `course.lm.LanguageModel`
-# is that, with three choices made as GPT-2 and its successors make them:
+# is that, with three choices made as GPT-2 (pre-LN, tied embeddings) and its successors
+# (rotary positions) make them:
 #
 # $$
 # \text{tokens } (B, T) \xrightarrow{\text{embed}} (B, T, d_{model})
-# \xrightarrow{N \times \text{layer}} \xrightarrow{\text{LayerNorm}}
+# \xrightarrow{n_{layers} \times \text{layer}} \xrightarrow{\text{LayerNorm}}
 # \xrightarrow{E^\top} \text{logits } (B, T, V)
 # $$
 #
 # - **Pre-LN** (lesson 07): each sub-layer reads a normalised copy, $x + \text{attn}(\text{LN}(x))$,
 #   so the residual stream carries the gradient from the loss to the first layer untouched.
-#   Such a stack trains without a long warm-up. The stream itself is never normalised, so
-#   one LayerNorm is added after the last layer.
+#   Such a stack trains with little or no warm-up of the learning rate (Xiong et al. 2020,
+#   "On Layer Normalization in the Transformer Architecture"); this lesson still uses
+#   {{ config["warmup"] }} steps. The stream itself is never normalised, so one LayerNorm is
+#   added after the last layer.
 # - **Tied embeddings** (Press and Wolf 2017; the paper's §3.4): the output layer's weight
 #   *is* the input embedding matrix $E$ $(V, d_{model})$. A token's score is the dot product
-#   of the last vector with that token's own embedding: one matrix, learned from both ends.
+#   of the final (normalised) vector with that token's own embedding, plus a bias of the
+#   token's own: one matrix, learned from both ends.
 # - **Rotary positions** (lesson 05): no position table is added to the embeddings;
 #   instead every attention rotates its queries and keys by their positions, so a score
-#   depends only on how far apart two tokens are. "is" after "Tom" looks the same to the
-#   model at the start of a sentence or later in it, and the KV cache of lesson 10 needs
+#   depends on the two tokens' content and on their positions only through the offset
+#   between them (how far apart they are, not where they are). "is" after "Tom" looks the
+#   same to the model at the start of a sentence or later in it, and the KV cache of lesson 10 needs
 #   nothing new (each cached key was rotated once, by its own position). GPT-NeoX and LLaMA
 #   use them; GPT and GPT-2 learned a table of positions instead.
 #
@@ -118,7 +129,7 @@ print(f"median {sorted(lengths)[len(lengths) // 2]} tokens, longest {max(lengths
 config = CONFIGS["lm-en"]
 print({k: config[k] for k in ("d_model", "n_heads", "n_layers", "d_ff", "dropout", "batch_size",
                               "lr", "warmup", "time_budget")})
-seed_everything(0)
+seed_everything(SEED)
 model = lm.LanguageModel(len(data.vocab), d_model=config["d_model"], n_heads=config["n_heads"],
                          n_layers=config["n_layers"], d_ff=config["d_ff"],
                          dropout=config["dropout"], max_len=max(config["max_len"], data.max_len))
@@ -132,6 +143,9 @@ print(f"{n_params:,} parameters; the tied matrix E ({V}, {d_model}) holds {V * d
       f"which an untied output layer would add again")
 
 # %% [markdown]
+# {{ n_params:, }} parameters, {{ 100 * V * d_model / n_params:.0f }}% of them in the one tied
+# matrix.
+#
 # A position must not see the tokens after it, or predicting them would be copying.
 # Change the last tokens of a sequence: the logits at the positions before them do not move.
 
@@ -154,33 +168,37 @@ print("positions 0-3 unchanged:", torch.allclose(before[:, :4], after[:, :4], at
 # p(x_1, \dots, x_T) = \prod_{t=1}^{T} p(x_t \mid x_{<t}),
 # $$
 #
-# and is trained to make the held-out text likely: the loss is the mean of
-# $-\log p(x_t \mid x_{<t})$ over every token to predict (cross-entropy, in nats). The model
-# reads `tokens[:, :-1]` and its targets are `tokens[:, 1:]`, the same sequence shifted by
-# one: one forward pass trains all $T$ predictions at once (teacher forcing, lesson 09).
+# and is trained to make its training text likely, then judged on how likely it finds the
+# held-out text: the loss is the mean of $-\log p(x_t \mid x_{<t})$ over every token to
+# predict (cross-entropy, in nats). The model reads `tokens[:, :-1]` and its targets are
+# `tokens[:, 1:]`, the same sequence shifted by one: one forward pass trains all $T - 1$
+# predictions of a sequence of $T$ tokens at once (teacher forcing, lesson 06 section 1 and
+# lesson 08 section 4).
 #
 # **Perplexity** is that loss brought back from the log scale:
 #
 # $$
-# \text{PPL} = \exp\Big(-\frac{1}{N} \sum_{t} \log p(x_t \mid x_{<t})\Big).
+# \text{PPL} = \exp\Big(-\frac{1}{T} \sum_{t=1}^{T} \log p(x_t \mid x_{<t})\Big),
 # $$
 #
-# A model that spreads its probability uniformly over $N$ tokens pays $\log N$ at every
-# step, so its perplexity is exactly $N$. A perplexity of 40 therefore means: on average,
+# with $T$ now every token to predict in the held-out text ({{ n_targets:, }} here). A model
+# that spreads its probability uniformly over $K$ tokens pays $\log K$ at every step, so
+# its perplexity is exactly $K$. A perplexity of 40 therefore means: on average,
 # the model is as unsure of the next token as if it had to pick among 40 equally likely
 # ones. Lower is better; 1 would be certainty. An untrained model is close to uniform over
-# the whole vocabulary:
+# the whole vocabulary (all {{ len(data.test):, }} held-out sentences, the tokens every
+# perplexity below is measured on):
 
 # %%
 with torch.no_grad():
-    untrained = lm.perplexity(model, data.test[:500])
+    untrained = lm.perplexity(model, data.test)
 print(f"untrained: perplexity {untrained:,.0f}, against V = {V:,} (uniform guessing)")
 
 # %% [markdown]
 # Perplexities can only be compared on the **same tokens**: the same held-out sentences, cut
-# into the same pieces (a model of words and a model of characters have different $N$ and
-# different numbers to predict). Two models of counting give the floor, on exactly the
-# held-out split above:
+# into the same pieces (a model of words and a model of characters have different $V$ and
+# different numbers of tokens to predict). Two models of counting give the floor, on exactly
+# the held-out split above:
 #
 # - **unigram**: $p(w)$, how often each piece occurs in training (add-one smoothing, so an
 #   unseen piece is not impossible). It knows which pieces are common, nothing about order.
@@ -193,21 +211,21 @@ print(f"untrained: perplexity {untrained:,.0f}, against V = {V:,} (uniform guess
 # %%
 unigram = lm.unigram_perplexity(data.train, data.test, V)
 bigram = lm.bigram_perplexity(data.train, data.test, V)
-print(f"held-out perplexity, seed 0 split, {n_targets:,} tokens:")
+print(f"held-out perplexity, seed {SEED} split, {n_targets:,} tokens:")
 print(f"  uniform over the vocabulary {V:>8,.1f}")
 print(f"  unigram                     {unigram:>8.1f}")
 print(f"  bigram                      {bigram:>8.1f}")
 
 # %% [markdown]
-# One token of context divides the uncertainty by more than eight. What the bigram cannot see
-# is everything further back: "I don't" is the pieces `▁I ▁don ' t`, and to guess what
+# One token of context divides the perplexity by {{ unigram / bigram:.1f }}. What the bigram
+# cannot see is everything further back: "I don't" is the pieces `▁I ▁don ' t`, and to guess what
 # follows, the bigram sees only the `t`.
 #
 # ## 4. From scores to a choice: temperature, top-k, top-p
 #
 # At each step the model gives logits $z$ $(V,)$ for the next token. How to choose one?
 #
-# - **Greedy**: the argmax. Deterministic, and (section 6) prone to loops.
+# - **Greedy**: the argmax. Deterministic, and (section 6) prone to repeating itself.
 # - **Sampling** draws from $\operatorname{softmax}(z)$: every token as likely as the model
 #   thinks it is. Varied text, but the long tail of unlikely tokens, each rare, adds up:
 #   over a sentence, one of them is likely to be drawn, and one bad token derails the rest.
@@ -278,8 +296,9 @@ print("probabilities:", p)
 #   with large logits, `exp` alone does not.
 #
 # The checker cannot ask for exact ids (a correct sampler may draw them in many ways), so
-# it draws 4,000 tokens per case and tests the frequencies against the right distribution,
-# with tolerances that a correct answer fails with probability below $10^{-9}$.
+# it draws {{ check.sampling.DRAWS:, }} tokens per case and tests the frequencies against the
+# right distribution, with tolerances that a correct answer fails with probability below
+# $10^{-9}$ (derived in `course/check/sampling.py`).
 
 
 # %%
@@ -310,21 +329,22 @@ check.sample_next(sample_next)
 # The rest of the lesson uses the course's version, `course.lm.sample_next`, through
 # `course.lm.generate`.
 #
-# ## 5. Training, for a minute
+# ## 5. Training, briefly
 #
 # The loop is lesson 09's with the translation taken out: a batch of `<bos> pieces <eos>`
 # rows, the next-token loss (`course.lm.lm_loss`: the model reads `tokens[:, :-1]` and
 # must predict `tokens[:, 1:]`, padding ignored), AdamW with a short linear warm-up of the
-# learning rate, gradients clipped to norm 1. The command line runs this loop for ten
-# minutes; here it runs for 300 steps, about a minute on one CPU thread.
+# learning rate, gradients clipped to norm {{ config["clip_norm"]:g }}. The command line runs
+# this loop for {{ config["time_budget"] / 60:.0f }} minutes; here it runs for {{ STEPS }} steps,
+# {{ train_seconds:.0f }} s on one CPU thread in the run stored with this notebook.
 
 # %% tags=["nbval-ignore-output"]
 STEPS = 300
-seed_everything(0)
+seed_everything(SEED)
 optimizer = torch.optim.AdamW(model.parameters(), lr=config["lr"], betas=(0.9, 0.98))
 warmup = torch.optim.lr_scheduler.LambdaLR(
     optimizer, lambda step: min(1.0, (step + 1) / config["warmup"]))    # linear, then constant
-generator = torch.Generator().manual_seed(0)                            # the batches' order
+generator = torch.Generator().manual_seed(SEED)                         # the batches' order
 losses = []
 model.train()
 started = time.perf_counter()
@@ -339,8 +359,9 @@ while len(losses) < STEPS:
         losses.append(loss.item())
         if len(losses) == STEPS:
             break
-print(f"{STEPS} steps ({STEPS * config['batch_size'] / len(data.train):.2f} passes over the "
-      f"training sentences) in {time.perf_counter() - started:.0f} s")
+train_seconds = time.perf_counter() - started
+passes = STEPS * config["batch_size"] / len(data.train)
+print(f"{STEPS} steps ({passes:.2f} passes over the training sentences) in {train_seconds:.0f} s")
 
 # %%
 fig, ax = plt.subplots(figsize=(7, 3))
@@ -366,19 +387,24 @@ plt.show()
 model.eval()
 ppl = lm.perplexity(model, data.test)
 print(f"after {len(losses)} steps: perplexity {ppl:.1f}   (unigram {unigram:.1f}, bigram {bigram:.1f})")
+print(f"below the unigram: {ppl < unigram} | below the bigram: {ppl < bigram}")
 
 # %% [markdown]
-# In the run stored with this notebook, 300 steps (a fifth of one pass over the training
-# sentences) bring the held-out perplexity from about 4,300 to about 55: far below the
-# unigram's 329, not yet at the bigram's 38.8. The command line's ten minutes (2,750 steps
-# for seed 0) take it to 26.7, a third below the bigram (section 9).
+# In the run stored with this notebook, {{ STEPS }} steps ({{ passes:.2f }} of one pass over the
+# training sentences) bring the held-out perplexity from {{ untrained:,.0f }} to {{ ppl:.1f }}:
+# below the unigram's {{ unigram:.1f }}, not yet at the bigram's {{ bigram:.1f }} (the check
+# above). The command line's {{ config["time_budget"] / 60:.0f }} minutes go further. Measured
+# with `python -m course.train --task lm-en --seed 0` on the course's two-core machine (a run
+# of the command line, section 9, not of this notebook), seed 0 reached perplexity 26.7 in
+# 2,750 steps, 31% below its split's bigram.
 #
 # ## 6. Letting it write
 #
 # `course.lm.generate` starts from `<bos>` and the prompt's pieces and adds one token at a
 # time, each chosen by `sample_next` from the newest position's logits, until the model
-# writes `<eos>`. The same prompts with each way of choosing, every draw from one seeded
-# generator:
+# writes `<eos>`. The same prompts with each way of choosing. Every line gets a fresh
+# generator seeded {{ SEED }}, so all the samplers draw with the same random numbers: where two
+# lines of one prompt differ, the setting made the difference, not the luck of the draw.
 
 # %% tags=["nbval-ignore-output"]
 prompts = ["I", "Tom", "Where is", "Can you"]
@@ -391,32 +417,67 @@ settings = {
 }
 
 
-def write(prompt, max_new_tokens=30, seed=0, **setting):
+def write(prompt, max_new_tokens=30, seed=SEED, **setting):
     ids = torch.tensor([[BOS_ID, *data.vocab.encode(prompt)]])           # (1, T0)
-    generator = torch.Generator().manual_seed(seed)
+    generator = torch.Generator().manual_seed(seed)                      # a fresh one per line
     out = lm.generate(model, ids, max_new_tokens, generator=generator, **setting)  # (1, T0 + n)
     return data.vocab.decode(out[0])
 
 
-for prompt in prompts:
+lines = {prompt: {name: write(prompt, **setting) for name, setting in settings.items()}
+         for prompt in prompts}
+for prompt, by_setting in lines.items():
     print(f"--- {prompt!r}")
-    for name, setting in settings.items():
-        print(f"  {name:10} {write(prompt, **setting)}")
+    for name, text in by_setting.items():
+        print(f"  {name:10} {text}")
+same_as_t1 = {name: sum(lines[p][name] == lines[p]["T = 1"] for p in prompts)
+              for name in ("T = 0.7", "top-k 20", "top-p 0.9")}
+print(f"\nprompts (of {len(prompts)}) on which a sampler writes T = 1's text: {same_as_t1}")
 
 # %% [markdown]
 # Read the greedy lines first. Greedy takes the single most likely token at every step, so
-# it keeps to the most common phrases, and one prompt always gets one text; in the run
-# stored with this notebook it also stutters ("I'm not not not a good."). The samplers
-# write more varied sentences, many of them not English yet: a minute of training is
-# little. The ten-minute model of the command line writes better ones (section 9).
+# it keeps to the most common phrases, and one prompt always gets one text. The samplers
+# write more varied sentences, many of them not English yet: {{ STEPS }} steps of training
+# are little. The command line's longer-trained model writes better ones (section 9).
 #
-# ### Why greedy repeats itself
+# Where a sampler writes T = 1's very text (the last line counts the prompts on which each
+# does), that is the shared seed. Top-k and top-p only cut tokens away, and drawing with the
+# same random numbers they pick T = 1's token whenever they keep it: a line changes only from
+# the first step where T = 1 drew a token they cut. T = 0.7 moves probability from every
+# unlikely token to the likely ones, so it can change the token even where T = 1 drew a
+# likely one (the last line). The token after "I", drawn 1,000 times with one generator seeded {{ SEED }} for
+# each setting:
+
+# %%
+with torch.no_grad():
+    after_i = model(torch.tensor([[BOS_ID, *data.vocab.encode("I")]]))[0, -1]  # (V,)
+logits_1000 = after_i.repeat(1000, 1)                                 # (1000, V): 1,000 draws
+drawn = {name: lm.sample_next(logits_1000, generator=torch.Generator().manual_seed(SEED),
+                              **settings[name])                      # (1000,) each
+         for name in ("T = 1", "T = 0.7", "top-k 20", "top-p 0.9")}
+probs_i = after_i.softmax(dim=-1)                                     # (V,)
+sorted_p, order = probs_i.sort(descending=True)
+nucleus = order[(sorted_p.cumsum(dim=0) - sorted_p) < 0.9]            # what top-p 0.9 keeps
+kept = {"top-k 20": torch.isin(drawn["T = 1"], after_i.topk(20).indices),  # (1000,) each: T = 1's
+        "top-p 0.9": torch.isin(drawn["T = 1"], nucleus)}                  # token kept by the cut?
+for name in ("T = 0.7", "top-k 20", "top-p 0.9"):
+    same = int((drawn[name] == drawn["T = 1"]).sum())
+    print(f"{name:10} draws T = 1's token {same:>4} times of 1000")
+for name, kept_it in kept.items():
+    print(f"{name} draws T = 1's token exactly when it keeps it:",
+          torch.equal(drawn[name] == drawn["T = 1"], kept_it))
+moved = int(((drawn["T = 0.7"] != drawn["T = 1"]) & kept["top-p 0.9"]).sum())
+print(f"T = 0.7 draws another token in {moved} of the {int(kept['top-p 0.9'].sum())} draws "
+      f"where T = 1's token is one top-p 0.9 keeps")
+
+# %% [markdown]
+# ### How greedy repeats itself
 #
 # Greedy is a deterministic function of the context: the same context, the same next
-# token. A model that is unsure spreads its probability thinly, and the argmax of a flat
-# distribution need not move when one more token is added: after "I'm not", "not" can stay
-# the single most likely piece although it is far from likely. Each step of greedy's
-# continuation of "I", with the probability of the piece it chose and of the runner-up:
+# token, whichever prompt led to it. And the most likely token need not be likely: a model
+# that is unsure spreads its probability thinly, and greedy writes the argmax however small
+# it is. Each step of greedy's continuation of "I", with the probability of the piece it
+# chose and of the runner-up:
 
 # %% tags=["nbval-ignore-output"]
 ids = torch.tensor([[BOS_ID, *data.vocab.encode("I")]])            # (1, T0)
@@ -424,52 +485,107 @@ out = lm.generate(model, ids, 30, temperature=0.0)                 # (1, T0 + n)
 with torch.no_grad():
     probs = model(out[:, :-1])[0].softmax(dim=-1)                  # (T0 + n - 1, V): each next token
 best = probs.topk(2, dim=-1)                                       # values, indices: (T0 + n - 1, 2)
+steps = range(ids.shape[1] - 1, out.shape[1] - 1)                  # position t predicts t + 1
 print(f"{'context ends':>14}  {'greedy writes':>14}  {'p':>5}   {'runner-up':>12}  {'p':>5}")
-for t in range(ids.shape[1] - 1, out.shape[1] - 1):                # position t predicts t + 1
+for t in steps:
     (p1, p2), (i1, i2) = best.values[t].tolist(), best.indices[t].tolist()
     print(f"{data.vocab.itos[out[0, t]]:>14}  {data.vocab.itos[i1]:>14}  {p1:5.3f}   "
           f"{data.vocab.itos[i2]:>12}  {p2:5.3f}")
+chosen = best.values[steps.start:steps.stop, 0]                    # (n,): p of each piece written
+unsure = int((chosen < 0.5).sum())
+least_piece = data.vocab.itos[best.indices[steps.start + int(chosen.argmin()), 0]]
+least_p = chosen.min().item()
+print(f"\n{unsure} of {len(chosen)} pieces written with p below 0.5; the least likely "
+      f"{least_piece!r}, p = {least_p:.3f}")
 
 # %% [markdown]
-# Each choice wins by a small margin, and nothing in greedy ever picks the runner-up:
-# whatever is most likely after a context is written after it every time. In large models
-# trained on long documents the loop also feeds itself: Holtzman et al. (2020) found the
-# probability of a repeated phrase *rising* with each repetition in GPT-2, so greedy text
-# falls into loops it never leaves. This model, trained on single sentences that end with
-# `<eos>`, shows the milder form: a stutter, and the same few phrases for many prompts.
+# {{ unsure }} of the {{ len(chosen) }} pieces greedy wrote had probability below one half, the
+# least likely `{{ least_piece }}` at {{ least_p:.3f }}. However unsure the model, greedy never
+# picks the runner-up: whatever is most likely after a context is written after it every
+# time. In large models trained on long documents the loop also feeds itself: Holtzman et al.
+# (2020) found the probability of a repeated phrase *rising* with each repetition in GPT-2,
+# so greedy text falls into loops it never leaves.
 #
-# Sampling breaks the loop by chance, and top-k and top-p keep the chance from landing in
-# the tail. Over ten one-word prompts, three continuations each (three rows of one batch,
-# drawn from one seeded generator): how many of the 30 texts differ, and how many repeat
-# a sequence of three pieces inside themselves?
+# This model is trained on single sentences that end with `<eos>`. What does its repetition
+# look like? {{ len(starts) }} one-word prompts, {{ ROWS }} continuations each (rows of one
+# batch, one generator seeded {{ SEED }} for each way of choosing): how many of the
+# {{ ROWS * len(starts) }} texts differ, how many write one piece twice in a row, how many
+# repeat a run of three pieces inside themselves, and how many hold greedy's most common run
+# of three pieces?
 
 
 # %% tags=["nbval-ignore-output"]
-def repeats_itself(text, n=3):
+def runs(text, n=3):                                                 # every run of n pieces
     pieces = data.vocab.pieces(text)
-    grams = [tuple(pieces[i:i + n]) for i in range(len(pieces) - n + 1)]
-    return len(set(grams)) < len(grams)
+    return [tuple(pieces[i:i + n]) for i in range(len(pieces) - n + 1)]
 
 
+def stutters(text):                                                  # one piece twice in a row
+    return any(a == b for a, b in runs(text, 2))
+
+
+def repeats_itself(text, n=3):
+    return len(set(runs(text, n))) < len(runs(text, n))
+
+
+ROWS = 3                                                             # continuations per prompt
 starts = ["I", "Tom", "She", "We", "Where", "Why", "Can", "The", "My", "It"]
 written = {}
 for name, setting in settings.items():
-    generator = torch.Generator().manual_seed(0)
+    generator = torch.Generator().manual_seed(SEED)
     texts = []
     for start in starts:
-        ids = torch.tensor([[BOS_ID, *data.vocab.encode(start)]] * 3)        # (3, T0)
-        out = lm.generate(model, ids, 30, generator=generator, **setting)     # (3, T0 + n)
+        ids = torch.tensor([[BOS_ID, *data.vocab.encode(start)]] * ROWS)     # (ROWS, T0)
+        out = lm.generate(model, ids, 30, generator=generator, **setting)     # (ROWS, T0 + n)
         texts += [data.vocab.decode(row) for row in out]
     written[name] = texts
-    print(f"{name:10} {len(set(texts)):>2} different texts of 30, "
-          f"{sum(map(repeats_itself, texts)):>2} repeat a 3-piece sequence; e.g. {texts[3]!r}")
-print("\ngreedy's ten texts:", " | ".join(written["greedy"][::3]))
+greedy_texts = written["greedy"][::ROWS]                             # one text per prompt
+in_texts = Counter(run for text in greedy_texts for run in set(runs(text)))  # run -> texts
+[(common, common_in)] = in_texts.most_common(1)
+common_run = "".join(common).replace("▁", " ").strip()
+print(f"greedy's most common run of three pieces: {common_run!r}, in {common_in} of its "
+      f"{len(greedy_texts)} texts\n")
+counts = {name: dict(different=len(set(texts)), stutter=sum(map(stutters, texts)),
+                     repeat=sum(map(repeats_itself, texts)),
+                     common=sum(common in runs(text) for text in texts))
+          for name, texts in written.items()}
+print(f"{'of ' + str(ROWS * len(starts)) + ' texts':10}  different  stutter  repeat a run  "
+      f"hold {common_run!r}")
+for name, c in counts.items():
+    print(f"{name:10}  {c['different']:>9}  {c['stutter']:>7}  {c['repeat']:>12}  {c['common']:>6}"
+          f"   e.g. {written[name][ROWS]!r}")
+stuttering = [text for text in greedy_texts if stutters(text)]
+stutter_examples = "; ".join(f'"{text}"' for text in stuttering) or "none"
+sampled = [c for name, c in counts.items() if name != "greedy"]     # the four samplers'
+
+
+def span(values):                                                    # "2 to 5", or "3" if all equal
+    values = list(values)
+    low, high = min(values), max(values)
+    return f"{low}" if low == high else f"{low} to {high}"
+
+
+same_sampled = sum(a == b for a, b in zip(written["T = 1"], written["top-p 0.9"]))
+print("\ngreedy's texts:", " | ".join(greedy_texts))
+print(f"T = 1 and top-p 0.9 write the same text in {same_sampled} of {ROWS * len(starts)}")
 
 # %% [markdown]
-# Greedy draws nothing, so its three continuations of a prompt are one text: at most 10 of
-# 30 differ. Which way of choosing to use depends on the task: greedy or beam search
-# (lesson 09) where there is one right answer (translation), top-p or a temperature below
-# 1 for free text.
+# Greedy draws nothing, so its {{ ROWS }} continuations of a prompt are one text: at most
+# {{ len(starts) }} of {{ ROWS * len(starts) }} differ. Its repetition shows *across* prompts:
+# "{{ common_run }}" is in {{ common_in }} of its {{ len(greedy_texts) }} texts. Inside one
+# text: {{ len(stuttering) }} of its {{ len(greedy_texts) }} texts write one piece twice in a
+# row ({{ stutter_examples }}), and a run of three pieces repeats in
+# {{ counts["greedy"]["repeat"] }} of greedy's {{ ROWS * len(starts) }} texts and in
+# {{ span(c["repeat"] for c in sampled) }} of each sampler's. The samplers' texts hold greedy's
+# common run {{ span(c["common"] for c in sampled) }} times in {{ ROWS * len(starts) }}, greedy's
+# {{ counts["greedy"]["common"] }}: each draw can leave the most common phrase, and top-k and
+# top-p keep the draws out of the tail. (T = 1 and top-p 0.9 write the same text in
+# {{ same_sampled }} of the {{ ROWS * len(starts) }} cases: one generator seeded {{ SEED }}
+# each, the same random numbers, as above.)
+#
+# Which way of choosing to use depends on the task: greedy or beam search (lesson 09) where
+# one best output is wanted (translation, though a sentence has several right ones, lesson
+# 11), top-p or a temperature below 1 for free text.
 #
 # ## 7. The KV cache, again
 #
@@ -478,25 +594,35 @@ print("\ngreedy's ten texts:", " | ".join(written["greedy"][::3]))
 # 10's **KV cache** keeps them and feeds only the newest token: `course.lm.lm_step` is
 # lesson 10's cached step in each layer, with the new key rotated by its position. Both
 # must write the same tokens; `generation_speedup` checks that, then times greedy
-# generation of 60 tokens for 8 sequences both ways (the best of three runs):
+# generation for {{ kv_prompt.shape[0] }} sequences both ways (the best of {{ REPEATS }} runs
+# each), at three lengths:
 
 # %% tags=["nbval-ignore-output"]
-prompt = torch.full((8, 1), BOS_ID)                              # (B, 1): <bos> only
-timing = lm.generation_speedup(model, prompt, n_tokens=60)
-print(f"{timing['n_tokens']} tokens x {timing['batch']} sequences: recomputing "
-      f"{timing['recompute_s']:.2f} s, cached {timing['cached_s']:.2f} s: "
-      f"{timing['speedup']:.1f} times faster")
+kv_prompt = torch.full((8, 1), BOS_ID)                           # (B, 1): <bos> only
+REPEATS = 5
+timings = {}
+for n_tokens in (10, 30, 60):
+    timings[n_tokens] = timing = lm.generation_speedup(model, kv_prompt, n_tokens, REPEATS)
+    print(f"{n_tokens:>2} tokens x {timing['batch']} sequences: recomputing "
+          f"{timing['recompute_s']:.2f} s, cached {timing['cached_s']:.2f} s: "
+          f"{timing['speedup']:.1f} times faster")
+print("the gain at 60 tokens above the gain at 10:", timings[60]["speedup"] > timings[10]["speedup"])
 
 # %% [markdown]
 # Recomputing step $t$ runs $t$ positions through every layer, so writing $n$ tokens costs
 # about $n^2/2$ position-passes against the cache's $n$; the cache's steps are small,
 # though, and each pays a fixed cost of Python and PyTorch calls, which is why the measured
-# gain is smaller than $n/2$. It grows with the length: every production decoder keeps a
-# KV cache.
+# gain is smaller than $n/2$ ({{ timings[60]["speedup"]:.1f }} times at $n = 60$, against 30).
+# Here it grows from {{ timings[10]["speedup"]:.1f }} times at 10 tokens to
+# {{ timings[60]["speedup"]:.1f }} at 60 (the check above; the timings of one busy machine,
+# so neighbouring lengths can come out in either order), and production decoders write
+# thousands of tokens: every one keeps a KV cache.
 #
 # ## 8. Back to lesson 11, and the three families
 #
-# The translator of lesson 11 is this model with two things added: an **encoder** that reads
+# Apart from the three choices of section 2 (lesson 11's model is post-LN, adds sinusoidal
+# positions to its embeddings, and has two vocabularies, so nothing is tied), the translator
+# of lesson 11 is this model with two things added: an **encoder** that reads
 # the French sentence, and in every decoder layer a **cross-attention** sub-layer whose
 # queries come from the English being written and whose keys and values come from the
 # encoder's output. Remove the cross-attention from a decoder layer and what remains is an
@@ -507,7 +633,7 @@ d_model, n_heads, d_ff = config["d_model"], config["n_heads"], config["d_ff"]
 decoder_layer = DecoderLayer(d_model, n_heads, d_ff, norm_first=True)
 encoder_layer = EncoderLayer(d_model, n_heads, d_ff, norm_first=True)
 count = lambda module: sum(p.numel() for p in module.parameters())  # noqa: E731
-print(f"lesson 11's decoder layer:           {count(decoder_layer):>8,}")
+print(f"a decoder layer of this size:        {count(decoder_layer):>8,}")
 print(f"this lesson's layer (encoder layer): {count(encoder_layer):>8,}")
 print(f"difference:                          {count(decoder_layer) - count(encoder_layer):>8,}"
       f"  = cross-attention {count(decoder_layer.cross_attn):,} + its LayerNorm "
@@ -529,20 +655,21 @@ print(f"difference:                          {count(decoder_layer) - count(encod
 #
 # ## 9. The command line
 #
-# The minute above is a demonstration. The command line trains the same model for ten
-# minutes (with a warm-up of the learning rate), measures its held-out perplexity beside the
-# two baselines, and saves a checkpoint that `python -m course.generate` continues prompts
-# with:
+# The {{ STEPS }} steps above are a demonstration. The command line trains the same model for
+# {{ config["time_budget"]:.0f }} seconds (with a warm-up of the learning rate), measures its
+# held-out perplexity beside the two baselines, and saves a checkpoint that
+# `python -m course.generate` continues prompts with:
 #
 # ```bash
 # python -m course.train --task lm-en            # ten minutes; writes runs/lm-en/checkpoint.pt
-# python -m course.generate --prompt "I am" --top-p 0.9 --seed 0 --samples 3
+# python -m course.generate --prompt "I am" --top-p 0.9 --seed 0 --samples 4
 # python -m course.generate --prompt "Tom" --temperature 0   # greedy
 # ```
 #
-# Measured on the course's two-core machine (one torch thread, `CONFIGS["lm-en"]`), other
-# work running beside each run (load average 1.6 to 3.0); each seed draws its own held-out
-# split, so each has its own baselines:
+# Measured with `python -m course.train --task lm-en --seed S` on the course's two-core
+# machine (one torch thread, `CONFIGS["lm-en"]`), other work running beside each run (load
+# average 1.6 to 3.0): command-line runs, not this notebook's. Each seed draws its own
+# held-out split, so each has its own baselines:
 #
 # | seed | steps in 600 s | perplexity | bigram | unigram |
 # |---|---|---|---|---|
@@ -551,7 +678,8 @@ print(f"difference:                          {count(decoder_layer) - count(encod
 # | 2 | 3,084 | 26.0 | 37.6 | 321.2 |
 # | mean (range) | 2,716 (2,315–3,084) | 27.0 (26.0–28.4) | 38.0 (37.6–38.8) | 323.5 (319.8–329.4) |
 #
-# Every seed ends 25% to 31% below its bigram. Seed 0's checkpoint continues prompts so:
+# Every seed ends 25% to 31% below its bigram. Seed 0's checkpoint (of that command-line run)
+# continues prompts so:
 #
 # ```text
 # $ python -m course.generate --prompt "I am" --top-p 0.9 --seed 0 --samples 4
@@ -563,7 +691,7 @@ print(f"difference:                          {count(decoder_layer) - count(encod
 # Tom is a good man.
 # ```
 #
-# Mostly English, sometimes not ("the only one who to tell you"), and greedy's "Tom is a
-# good man." is the blandest sentence it knows. A model that writes long, coherent text
-# needs far more of everything: GPT-2's smallest model has about 100 times these parameters
-# and read millions of web pages.
+# Mostly English, sometimes not ("the only one who to tell you"). A model that writes long,
+# coherent text needs far more of everything: GPT-2's smallest model (Radford et al. 2019; 124 million parameters in
+# its released weights) has about {{ 124e6 / n_params:.0f }} times these {{ n_params:, }}, and
+# read millions of web pages.
