@@ -12,8 +12,8 @@
 #    values, and see cross-attention as lesson 01's encoder-decoder attention without the
 #    bottleneck;
 # 2. draw the data flow of the whole model with the shape of every tensor;
-# 3. write `DecoderLayer` (post-LN and pre-LN) and prove it equals
-#    `torch.nn.TransformerDecoderLayer`;
+# 3. write `DecoderLayer` (post-LN and pre-LN) and check that it computes what
+#    `torch.nn.TransformerDecoderLayer` computes, given the same weights;
 # 4. train with *teacher forcing*: the target shifted right, one forward pass for every
 #    position at once, and check that it equals decoding one step at a time;
 # 5. assemble the full model yourself, `EncoderDecoder`, equal to the course's
@@ -98,7 +98,8 @@ print(f"{'cross-attention output':>30}: {tuple(out.shape)}, one vector per *targ
 # | how a source position got its vector | a left-to-right recurrence, $T_{src}$ steps | $N$ layers of self-attention, all positions at once |
 #
 # Lesson 01's plain encoder-decoder handed the decoder **one** context vector, the same 64
-# numbers for a sentence of 5 words or of 50: the bottleneck. Cross-attention hands every
+# numbers for a string of 3 digits or of 16 (lesson 01, section 6), and it would be the same
+# 64 for a sentence of 50 words: the bottleneck. Cross-attention hands every
 # decoder position the whole memory, $T_{src} \times d_{model}$ numbers, which grows with
 # the sentence, and each target position chooses its own weighting of all source positions:
 
@@ -463,19 +464,30 @@ print(f"the loss over all {T} positions, one pass: {loss_one_pass:.4f}, prefix b
 # | `src_embed`, `tgt_embed` | given: plain `nn.Embedding(vocab, d_model)` tables (the scaling is yours) |
 # | `pe` | given: the sinusoidal table $(\text{max\_len}, d_{model})$, a buffer (not learned) |
 # | `dropout` | given: one `nn.Dropout(dropout)`, for both sides |
-# | `encoder_layers`, `decoder_layers` | `nn.ModuleList`s of `n_layers` of the course's `EncoderLayer` and `DecoderLayer(d_model, n_heads, d_ff, dropout, norm_first)`, a new layer each time |
-# | `encoder_norm`, `decoder_norm` | `LayerNorm(d_model)` when `norm_first`, else `None` |
+# | `encoder_layers`, `decoder_layers` | `nn.ModuleList`s of `n_layers` of `reference.EncoderLayer` and `reference.DecoderLayer(d_model, n_heads, d_ff, dropout, norm_first)` (`course.layers`), a new layer each time |
+# | `encoder_norm`, `decoder_norm` | `LayerNorm(d_model)` (`course.layers.LayerNorm`) when `norm_first`, else `None` |
 # | `out` | `nn.Linear(d_model, tgt_vocab)`; when tying, its `weight` *is* `src_embed.weight`, and so is `tgt_embed.weight` |
 #
-# The layers are the course's (`course.layers`), so that this exercise does not depend on
-# your `DecoderLayer` above. Split the work as the skeleton suggests: `embed` for steps
-# 1-2, `encode` and `decode` for the stacks, `forward` for the masks. Only `forward` is
-# checked; `encode` and `decode` are how lesson 09's decoding will call a model.
+# The layers are the course's, `reference.EncoderLayer` and `reference.DecoderLayer`
+# (`from course import layers as reference`, in the cell below), so that this exercise does
+# not depend on your `DecoderLayer` above: in this notebook the bare name `DecoderLayer` is
+# your class. The cell below also imports `LayerNorm` and the mask builders: after a
+# kernel restart it needs only the notebook's first cell run before it. Split the work as
+# the skeleton suggests: `embed` for steps 1-2, `encode` and `decode` for the stacks,
+# `forward` for the source mask.
+#
+# The checker judges `forward(src, tgt)`, and also `encode(src, src_mask)` and
+# `decode(tgt, memory, src_mask)` as lesson 09 calls them. `decode` is given no target
+# mask, so it must build `decoder_mask(tgt, self.pad_id)` itself when none is given:
+# building the causal mask only in `forward` is not enough. (A class written without
+# `encode` and `decode` is judged on `forward` only.)
 
 # %%
 import math  # noqa: F401 (for your answer)
 
 from course import layers as reference
+from course.layers import LayerNorm  # noqa: F401, F811 (for your answer, after a restart too)
+from course.masking import decoder_mask, padding_mask  # noqa: F401 (for your answer)
 from course.positional import sinusoidal_encoding
 
 
@@ -547,6 +559,9 @@ class EncoderDecoder(nn.Module):
 # `pad_id` 0 and not 0, a batch of one in float64. Then it replaces every layer by one that
 # returns its input and records what it was given, to see in training mode exactly where
 # your model drops: on the sum of embeddings and positions, on both sides, and nowhere else.
+# It also calls your `encode` and `decode` on their own, in eval mode, as lesson 09 will (on
+# other sentences than the `forward` it has just run), so the masks must not depend on
+# `self.training`, nor on anything kept from an earlier call.
 
 # %%
 assembly_ok = check.EncoderDecoder(EncoderDecoder)
@@ -797,9 +812,11 @@ plt.show()
 # %% [markdown]
 # At layer 0 the two copies of "bank" are the same vector (the dots of the two colours lie
 # on top of each other: they differ only by the position "bank" sits at). After the first
-# layer the cue has pulled them apart a little, and every further layer pulls further, until
-# the two senses point in nearly opposite directions. The numbers come from training, so
-# their last digits move from machine to machine; the claims, checked:
+# layer the cue has already pulled them apart (cosine {{ similarity[1]:+.3f }}), every
+# further layer pulls further
+# ({{ similarity[2]:+.3f }} after layer 2), and after the last the two senses point apart,
+# at {{ similarity[-1]:+.3f }} (a cosine of -1 would be exactly opposite). The numbers come
+# from training, so their last digits move from machine to machine; the claims, checked:
 
 # %%
 print("the model knows the sense (right on more than 95% of new sentences):", accuracy > 0.95)
@@ -829,7 +846,8 @@ print("after the last layer the two senses point apart (cosine below 0):", simil
 # an encoder layer has one attention, one feed-forward and two norms; a decoder layer two
 # attentions, one feed-forward and three norms; the tied embedding is $V d$, counted once,
 # and the output layer adds its bias, $V$. Building the big model for real would take about
-# 0.86 GB of float32; on PyTorch's `meta` device a module has shapes and no numbers, so it
+# {{ totals["big"] * 4 / 1e9:.2f }} GB of float32 (4 bytes a parameter); on PyTorch's
+# `meta` device a module has shapes and no numbers, so it
 # costs nothing and counts the same. `course.transformer.parameter_counts` sums the
 # parameters of each component, a tied matrix once.
 
@@ -873,38 +891,58 @@ print("base by the formula:", formula(512, 2048, 6, PAPER_VOCAB) == totals["base
       "| big by the formula:", formula(1024, 4096, 6, PAPER_VOCAB) == totals["big"])
 
 # %% [markdown]
-# **Where the counts differ, honestly.** Ours: 63.1 million for base (3% under the
-# paper's 65), 214.3 million for big (0.6% over its 213). The architecture fixes everything
+# **Where the counts differ, honestly.** Ours: {{ totals["base"] / 1e6:.1f }} million for
+# base ({{ 1 - totals["base"] / paper["base"]:.0% }} under the paper's 65),
+# {{ totals["big"] / 1e6:.1f }} million for big
+# ({{ totals["big"] / paper["big"] - 1:.1% }} over its 213). The architecture fixes everything
 # but the vocabulary, and the paper gives that only as "about 37000" and does not say how it
 # counted. What would make each number come out exactly?
 
 # %%
+vocab_needed = {}
 for name, config in (("base", PAPER_BASE), ("big", PAPER_BIG)):
     without_vocabulary = totals[name] - PAPER_VOCAB * (config["d_model"] + 1)
-    vocab_needed = (paper[name] - without_vocabulary) / (config["d_model"] + 1)
+    vocab_needed[name] = (paper[name] - without_vocabulary) / (config["d_model"] + 1)
     print(f"{name}: the layers alone hold {without_vocabulary:,}; {paper[name] / 1e6:.0f}M "
-          f"would need a vocabulary of {vocab_needed:,.0f} tokens")
+          f"would need a vocabulary of {vocab_needed[name]:,.0f} tokens")
 untied = {name: totals[name] + 2 * PAPER_VOCAB * config["d_model"]
           for name, config in (("base", PAPER_BASE), ("big", PAPER_BIG))}
 print(f"untied (three {PAPER_VOCAB} x d_model matrices): base {untied['base']:,}, "
       f"big {untied['big']:,}")
+base_counts = counts["base"]
+where = {"the feed-forward networks": base_counts["encoder feed-forward"]
+         + base_counts["decoder feed-forward"],
+         "the attentions": base_counts["encoder self-attention"]
+         + base_counts["decoder self-attention"] + base_counts["decoder cross-attention"],
+         "the shared embedding": base_counts["source embedding"]}
+print("base, where the parameters sit: "
+      + ", ".join(f"{part} {n / totals['base']:.0%}" for part, n in where.items())
+      + f" (cross-attention: {base_counts['decoder cross-attention'] / where['the attentions']:.0%}"
+      " of the attentions)")
 
 # %% [markdown]
-# - **Not the vocabulary alone.** Base would need about 40,700 tokens, big about 35,700: no
-#   single vocabulary gives both numbers, so at least one of them was counted with some other
+# - **Not the vocabulary alone.** Base would need about {{ vocab_needed["base"]:,.0f }}
+#   tokens, big about {{ vocab_needed["big"]:,.0f }}: no single vocabulary gives both
+#   numbers, so at least one of them was counted with some other
 #   difference (a rounded vocabulary, a different count of biases, or the model as the
 #   authors' code built it; the paper does not say).
-# - **The tying is right.** Untied, the models would hold 101 and 290 million parameters,
-#   far from 65 and 213: the paper's numbers count one shared matrix.
-# - **Small parts do not explain it.** All LayerNorms together are 30,720 parameters in base,
-#   the output bias 37,000; pre-LN's two final norms would add 2,048. The gaps are 1.9 and
-#   1.3 million.
+# - **The tying is right.** Untied, the models would hold {{ untied["base"] / 1e6:.0f }} and
+#   {{ untied["big"] / 1e6:.0f }} million parameters, far from 65 and 213: the paper's
+#   numbers count one shared matrix.
+# - **Small parts do not explain it.** All LayerNorms together are
+#   {{ base_counts["encoder LayerNorms"] + base_counts["decoder LayerNorms"]:, }} parameters
+#   in base, the output bias {{ base_counts["output projection"]:, }}; pre-LN's two final
+#   norms would add {{ 2 * 2 * PAPER_BASE["d_model"]:, }}. The gaps are
+#   {{ (paper["base"] - totals["base"]) / 1e6:.1f }} and
+#   {{ (totals["big"] - paper["big"]) / 1e6:.1f }} million.
 #
 # So the table agrees with the paper to a few per cent, which is what "about 37000" and
 # numbers rounded to the million allow; we cannot reproduce the paper's exact count from
-# what it publishes. Where the parameters sit is clear either way: the feed-forward networks
-# hold 40% of base, the attentions 30% (a third of them cross-attention), the shared
-# embedding 30%.
+# what it publishes. Where the parameters sit is clear either way (the cell above's last
+# line): the feed-forward networks hold
+# {{ where["the feed-forward networks"] / totals["base"]:.0% }} of base, the attentions
+# {{ where["the attentions"] / totals["base"]:.0% }} (a third of them cross-attention), the
+# shared embedding {{ where["the shared embedding"] / totals["base"]:.0% }}.
 
 # %% [markdown]
 # ## What's next
