@@ -10,10 +10,11 @@
 #
 # In this lesson you will
 # 1. download the data once and look at it;
-# 2. clean and filter it as PyTorch's own translation tutorial does;
+# 2. clean and filter it as PyTorch's own translation tutorial did (before its 2023 rewrite);
 # 3. write the split that keeps the test set honest (the exercise);
 # 4. see what subword (BPE) vocabularies do to a sentence, and why the paper used one;
-# 5. train the Transformer for about a minute here (ten minutes with the command line);
+# 5. train the Transformer for {{ log.step }} steps here ({{ train_seconds:.0f }} seconds in the run stored
+#    with this notebook; {{ config["time_budget"] / 60:.0f }} minutes with the command line);
 # 6. score it as papers do, greedy against beam search, and read its mistakes;
 # 7. read its cross-attention on real word order;
 # 8. put it beside the PyTorch tutorial's GRU with attention, rebuilt from its description;
@@ -29,7 +30,7 @@ import matplotlib.pyplot as plt
 from torch import nn
 
 from course import check, tatoeba
-from course.data import PAD_ID, UNK, load_task
+from course.data import PAD_ID, REAL_TEST_FRACTION, UNK, load_task
 from course.train import (
     CONFIGS,
     build_model,
@@ -47,7 +48,7 @@ seed_everything(0)
 #
 # [Tatoeba](https://tatoeba.org) is a collection of sentences and translations written by
 # volunteers. PyTorch's tutorial *NLP From Scratch: Translation with a Sequence to Sequence
-# Network and Attention* ships 135,842 of its English-French pairs as `eng-fra.txt`, one pair
+# Network and Attention* ships {{ len(pairs):, }} of its English-French pairs as `eng-fra.txt`, one pair
 # a line, `English<TAB>French`. The sentences are licensed CC BY 2.0 FR: reuse them with the
 # attribution below (the course's `NOTICE` file carries it too).
 #
@@ -86,16 +87,21 @@ print(f"median words: English {sorted(english_lengths)[len(pairs) // 2]}, "
 # %% [markdown]
 # ## 2. The tutorial's small set
 #
-# To train in minutes on a CPU, the tutorial keeps a small, easy corner of the data:
+# To train in minutes on a CPU, the tutorial keeps a small, easy corner of the data. The
+# course follows the tutorial **as it was before its 2023 rewrite** (`course.tatoeba` calls
+# this cleaning the "older" one):
 #
 # - every sentence is **normalized**: lowercase, accents dropped (é → e), a space before
 #   `.`, `!` and `?`, and every other character that is not a letter a-z (apostrophes,
 #   commas, digits) turned into a space. "I'm" becomes "i m", and "Je suis très fatigué."
 #   becomes "je suis tres fatigue .";
-# - a pair is kept when **both sides have fewer than 10 words** and the **English starts
+# - a pair is kept when **both sides have fewer than {{ tatoeba.TUTORIAL_MAX_WORDS }} words** and the **English starts
 #   with a pronoun and a form of "to be"**: "i am", "i m", "he is", "you re", ... .
 #
-# The model translates French into English, so French is the source.
+# The rewritten tutorial turns `.` into a space as well (it keeps only `!` and `?`), so more
+# sentences pass the length filter and its counts differ (it prints 11,445 pairs, 4,601
+# French and 2,991 English words). Its *model* is the one section 8 rebuilds. The model
+# here translates French into English, so French is the source.
 
 # %%
 for text in ["I'm tired.", "Je suis très fatigué.", "Vous êtes en retard !", "Tom, 19, isn't here."]:
@@ -106,8 +112,10 @@ for french, english in sentences[1000:1004]:
     print(f"  {french:35} -> {english}")
 
 # %% [markdown]
-# 10,599 pairs, the tutorial's published count. The vocabulary is small too: the tutorial
-# reports 4,345 French and 2,803 English words (its two specials included).
+# {{ len(sentences):, }} pairs. The vocabulary is small too: {{ len(french_words):, }} French and {{ len(english_words):, }}
+# English words (the cell below). The older tutorial printed the same: 10,599 pairs, and
+# 4,345 French and 2,803 English words with its two special tokens (start and end of
+# sentence); the last line checks it.
 
 # %%
 french_words = Counter(word for french, _ in sentences for word in french.split())
@@ -116,6 +124,8 @@ print(f"distinct words: French {len(french_words):,}, English {len(english_words
 print("most frequent English words:", [w for w, _ in english_words.most_common(12)])
 print(f"English words seen once: {sum(c == 1 for c in english_words.values()):,} "
       f"({sum(c == 1 for c in english_words.values()) / len(english_words):.0%} of them)")
+print("the older tutorial's counts (10,599 pairs; 4,345 and 2,803 words with its 2 specials):",
+      (len(sentences), len(french_words) + 2, len(english_words) + 2) == (10_599, 4_345, 2_803))
 
 # %% [markdown]
 # ## 3. A test set that does not leak
@@ -135,10 +145,11 @@ frenches = [f for f, e in sentences if e == example]
 print(f"{len(frenches)} French sentences for {example!r}, among them:", frenches[:6])
 
 # %% [markdown]
-# A split drawn pair by pair puts "tu es tres timide ." in training and "vous etes tres
-# timide ." in the test set. At test time the model only has to remember the English answer it was
-# taught for a sentence one word away. The score then measures memory, not translation.
-# How much of a random 10% test set would be such a leak?
+# A split drawn pair by pair scatters these over both sides: the random split below puts
+# "vous etes tres timide ." in training and "tu es tres timide ." in the test set (the cell
+# prints where each falls). At test time the model then only has to remember the English
+# answer it was taught for a sentence that differs by a word or two. The score then measures
+# memory, not translation. How much of a random 10% test set would be such a leak?
 
 # %%
 order = list(range(len(sentences)))
@@ -149,11 +160,12 @@ seen = {english for _, english in random_train}
 leaked = sum(english in seen for _, english in random_test)
 print(f"random split: {leaked} of {len(random_test)} test pairs ({leaked / len(random_test):.0%}) "
       "have their English answer in the training split")
+random_test_french = {french for french, _ in random_test}
+for french in ["tu es tres timide .", "vous etes tres timide ."]:
+    print(f"  {french!r} is in the random split's {'test' if french in random_test_french else 'training'} side")
 
 # %% [markdown]
-# More than half of the test set. (A prototype of this lesson scored 48.8 BLEU on a random
-# split and 27.4 once the split was grouped by English sentence: most of the difference was
-# this leak.)
+# {{ leaked / len(random_test):.0% }} of the test set: a score on such a split would reward memory.
 #
 # ### Exercise: `grouped_split`
 #
@@ -164,8 +176,11 @@ print(f"random split: {leaked} of {len(random_test)} test pairs ({leaked / len(r
 # - collect the items of each group, and shuffle the **groups** with a random generator of
 #   your own seeded by `seed` (`random.Random(seed)`, not the global `random.seed`: a
 #   function should not reset its caller's randomness);
-# - move whole groups into `test` until it holds `round(test_fraction * len(items))` items
-#   or more; the rest is `train`;
+# - `test_fraction` is a fraction of the **items** (here pairs), not of the groups: move
+#   whole groups into `test` until it holds `round(test_fraction * len(items))` items or
+#   more; the rest is `train`. Groups move whole, so the test set's size may differ from
+#   that number by up to one group (give or take one group: `int` instead of `round` is
+#   fine too);
 # - return `(train, test)`, two lists, every item exactly once; leave `items` unchanged.
 
 
@@ -194,10 +209,11 @@ check.grouped_split(grouped_split)
 
 # %% [markdown]
 # `course.data.load_task("fra-eng", seed)` does exactly this with the course's version
-# (`course.tatoeba.grouped_split`), 10% of the pairs held out, and builds the word
+# (`course.tatoeba.grouped_split`), {{ REAL_TEST_FRACTION:.0% }} of the pairs held out, and builds the word
 # vocabularies from the **training split only**: a deployed model knows only the words it
-# was trained on, so a test word it never saw becomes `<unk>`. The references stay the
-# real text.
+# was trained on, so a test word it never saw becomes `<unk>`. The references keep every
+# word (none becomes `<unk>`), in their normalized form joined back into text
+# ("i m tired.").
 
 # %%
 task = load_task("fra-eng", seed=0)
@@ -213,23 +229,33 @@ print(f"test answers with an English word unseen in training: {unknown_targets} 
 # %% [markdown]
 # ## 4. Subwords: what the paper did about unknown words
 #
-# A word vocabulary has nothing for a word it has not seen. The paper's model read
+# The word vocabularies hold {{ len(task.src_vocab):, }} French and {{ len(task.tgt_vocab):, }} English entries (with the specials and
+# `<unk>`), and still {{ unknown_sources }} held-out French sentences have a word the model never saw, and {{ unknown_targets }}
+# held-out answers a word it cannot write: a word vocabulary has nothing for a word it has
+# not seen. The paper's model read
 # **byte-pair encoding** (BPE, Sennrich et al. 2016): start from characters and repeatedly
 # merge the most frequent adjacent pair into a new piece, until the vocabulary has $V$
 # pieces. Frequent words become one piece; rare ones are spelt with a few frequent pieces;
-# nothing is unknown. For WMT English-German the paper used "a shared source-target
+# a word is unknown only when one of its characters never occurred in training (it is read
+# as `<unk>`). For WMT English-German the paper used "a shared source-target
 # vocabulary of about 37000 tokens" (§5.1): one vocabulary for both languages, so that one
 # embedding matrix serves the encoder, the decoder and the output layer (§3.4), and names
 # copied across keep their id.
 #
 # `course.subword` trains one with Google's sentencepiece library, on the **training
-# split's** sentences of both languages together:
+# split's** sentences of both languages together. It is measured on the held-out French as
+# written, before the word vocabulary replaced its unknown words by `<unk>`: the same
+# grouped split, taken again from the normalized pairs.
 
 # %%
-from course.subword import average_length, train_subword_vocab
+from course.subword import UNK_ID, average_length, train_subword_vocab
 
 train_texts = [" ".join(source) for source, _ in task.train] + [" ".join(target) for _, target in task.train]
-test_french = [" ".join(source) for source, _ in task.test]
+_, held_out = tatoeba.grouped_split(sentences, group=lambda pair: pair[1],
+                                    test_fraction=REAL_TEST_FRACTION, seed=0)  # load_task's split
+test_french = [french for french, _ in held_out]
+print("the same held-out pairs as task.test:",
+      [tatoeba.detokenize(english.split()) for _, english in held_out] == task.references)
 sizes = [300, 1000, 3000, 6000]
 vocabularies = {V: train_subword_vocab(train_texts, V) for V in sizes}
 sentence = "ils sont en train de regarder la television ."
@@ -243,27 +269,37 @@ for V, vocab in vocabularies.items():
 # longest sequences.
 
 # %%
-word_length = sum(len(s) for s, _ in task.test) / len(task.test)
-char_length = sum(len(" ".join(s)) for s, _ in task.test) / len(task.test)
-print(f"{'vocabulary':>22} {'size':>7} {'pieces per French test sentence':>33}")
-print(f"{'characters':>22} {'~40':>7} {char_length:>33.1f}")
-for vocab in vocabularies.values():
-    print(f"{'BPE (shared)':>22} {len(vocab):>7,} {average_length(vocab, test_french):>33.1f}")
-print(f"{'words (French only)':>22} {len(task.src_vocab):>7,} {word_length:>33.1f}  "
-      f"+ {unknown_sources} sentences with <unk>")
+characters = {c for text in train_texts for c in text}            # the training split's
+word_length = sum(len(s.split()) for s in test_french) / len(test_french)
+char_length = sum(len(s) for s in test_french) / len(test_french)
+bpe_length = {V: average_length(vocab, test_french) for V, vocab in vocabularies.items()}
+bpe_unknown = {V: sum(UNK_ID in vocab.encode(s) for s in test_french)
+               for V, vocab in vocabularies.items()}              # sentences with an <unk> piece
+char_unknown = sum(any(c not in characters for c in s) for s in test_french)
+print(f"{'vocabulary':>20} {'size':>6} {'units per French test sentence':>31} {'sentences with <unk>':>21}")
+print(f"{'characters':>20} {len(characters):>6} {char_length:>31.1f} {char_unknown:>21}")
+for V, vocab in vocabularies.items():
+    print(f"{'BPE (shared)':>20} {len(vocab):>6,} {bpe_length[V]:>31.1f} {bpe_unknown[V]:>21}")
+print(f"{'words (French only)':>20} {len(task.src_vocab):>6,} {word_length:>31.1f} {unknown_sources:>21}")
 
 # %% [markdown]
-# On this small, repetitive corpus 3,000 to 6,000 pieces make a sentence only 1.2 to 1.3
-# times as long as in words, and no word is unknown. The paper's 37,000 fit 4.5 million sentence pairs of news text: large enough that
-# most words are one piece, small enough that every piece is seen often. The rest of this
-# lesson keeps the tutorial's word vocabularies, for a model that trains in minutes.
+# On this small, repetitive corpus {{ sizes[2]:, }} pieces make a French sentence {{ bpe_length[sizes[2]] / word_length:.2f }} times as
+# long as in words, and {{ sizes[3]:, }} pieces {{ bpe_length[sizes[3]] / word_length:.2f }} times; no held-out sentence has an unknown
+# piece at any of these sizes (the last column), where {{ unknown_sources }} have an unknown word. The
+# paper's 37,000 served the 4.5 million sentence pairs of WMT 2014's English-German training
+# data (mostly parliament proceedings, Europarl, and web text, Common Crawl; news is what the
+# test set, newstest2014, is made of): large enough that most words are one piece, small
+# enough that every piece is seen often. The rest of this lesson keeps the tutorial's word
+# vocabularies, for a model that trains in minutes.
 #
 # ## 5. Training: lesson 09's recipe on real sentences
 #
-# `CONFIGS["fra-eng"]` holds the settings the command line uses. They were chosen by
-# training 13 variants for 4 to 6.5 minutes each (the README lists them): on 9,539 short
-# sentence pairs and a ten-minute budget, what mattered was *more steps*: dropout 0.1 rather
-# than 0.3, two layers rather than three, $d_{model}$ = 128 rather than 256.
+# `CONFIGS["fra-eng"]` holds the settings the command line uses. They were chosen from 13
+# runs of 4.3 to 6.5 minutes each, one seed each, on another machine (the README lists them,
+# under "What mattered"). On {{ len(task.train):, }} short pairs, lighter regularisation (dropout {{ config["dropout"] }} rather
+# than 0.3) and a smaller, faster model ({{ config["n_layers"] }} + {{ config["n_layers"] }} layers rather than 3 + 3; $d_{model}$ = {{ config["d_model"] }},
+# where 256 was tried only with dropout 0.3) scored highest. The runs differ in length and
+# in their number of steps, so the table shows which settings scored higher, not why.
 
 # %%
 config = CONFIGS["fra-eng"]
@@ -274,17 +310,23 @@ model = build_model(task, config)
 print(f"{sum(p.numel() for p in model.parameters()):,} parameters")
 
 # %% [markdown]
-# Here it trains for 600 steps (about 80 seconds on one CPU thread, the course's policy;
-# `python -m course.train --task fra-eng` trains for ten minutes). `train_steps` is lesson
-# 09's loop.
+# Here it trains for {{ log.step }} steps ({{ train_seconds:.0f }} seconds in the run stored with this notebook, on one
+# CPU thread, the course's policy; `python -m course.train --task fra-eng` trains for
+# {{ config["time_budget"] / 60:.0f }} minutes). `train_steps` is lesson 09's loop. The batches come from
+# `training_batches`, which shuffles the training pairs anew each epoch, seeded; we start it
+# at the beginning: seed 0, epoch 0, position 0 (a resumed run passes where it stopped).
 
 # %% tags=["nbval-ignore-output"]
 optimizer, scheduler = build_optimizer(model, config)
 criterion = nn.CrossEntropyLoss(label_smoothing=config["label_smoothing"], ignore_index=PAD_ID)
-batches = (batch for _, _, batch in training_batches(task, config["batch_size"], 0, 0, 0))
+batches = (batch for _, _, batch in training_batches(task, config["batch_size"],
+                                                    seed=0, epoch=0, position=0))
 log = train_steps(model, batches, optimizer, criterion, 600, scheduler=scheduler,
                   clip_norm=config["clip_norm"], progress_every=5.0)
-print(f"{log.step} steps in {log.seconds:.0f} s, last loss {log.losses[-1]:.2f}")
+train_seconds = log.seconds
+final_loss = sum(log.losses[-50:]) / len(log.losses[-50:])  # one batch's loss is noisy
+print(f"{log.step} steps in {train_seconds:.0f} s; loss {final_loss:.2f} on average over the "
+      f"last 50 steps (the last batch alone: {log.losses[-1]:.2f})")
 
 # %%
 fig, ax = plt.subplots(figsize=(7, 3.2))
@@ -311,18 +353,19 @@ plt.show()
 # "tires" still earns part of the credit; and exact match asks for the whole sentence.
 #
 # Greedy decoding here uses lesson 10's KV cache; beam search (beam 4, $\alpha$ = 0.6, the
-# paper's setting) recomputes the prefix. Both on the 1,060 held-out sentences:
+# paper's setting) recomputes the prefix. Both on the {{ len(task.test):, }} held-out sentences:
 
 # %% tags=["nbval-ignore-output"]
 from course.decoding import beam_search
 from course.efficient import cached_greedy_decode
 
 model.eval()
-results = {}
-for name, decode in [
+decoders = [
     ("greedy", cached_greedy_decode),
     ("beam 4", lambda m, s, n, b, e: beam_search(m, s, n, b, e, beam_size=4, alpha=0.6)),
-]:
+]
+results = {}
+for name, decode in decoders:
     started = time.perf_counter()
     results[name] = evaluate(model, task, "cpu", 256, decode=decode, progress=False)
     seconds = time.perf_counter() - started
@@ -331,11 +374,62 @@ for name, decode in [
           f"exact match {r['exact_match']:6.1%}   ({seconds:.1f} s)")
 
 # %% [markdown]
+# Lesson 09 promised this comparison on real sentences. Beam search keeps the outputs the
+# model scores highest, $\log P(Y \mid X) / lp(|Y|)$; which outputs did it change, did the
+# model prefer them, and were they better? The cell decodes the held-out split again, in
+# `evaluate`'s batches, to read each output's score:
+
+# %% tags=["nbval-ignore-output"]
+import sacrebleu
+import torch
+
+from course.data import BOS_ID, EOS_ID, make_batches
+from course.decoding import sequence_scores
+
+model_score = {name: [] for name, _ in decoders}  # log P(Y | X) / lp(|Y|) of each output
+with torch.no_grad():
+    for src, _, _ in make_batches(task.test, task, 256, shuffle=False):
+        for name, decode in decoders:
+            out = decode(model, src, task.max_tgt_len + 1, BOS_ID, EOS_ID)   # (B, T_out)
+            model_score[name] += sequence_scores(model, src, out, BOS_ID, EOS_ID, alpha=0.6).tolist()
+greedy_out, beam_out, references = results["greedy"]["outputs"], results["beam 4"]["outputs"], task.references
+changed = [i for i in range(len(references)) if greedy_out[i] != beam_out[i]]
+beam_higher = sum(model_score["beam 4"][i] > model_score["greedy"][i] + 1e-6 for i in changed)
+right_only_beam = sum(beam_out[i] == references[i] for i in changed)
+right_only_greedy = sum(greedy_out[i] == references[i] for i in changed)
+words = {name: sum(len(o.split()) for o in r["outputs"]) / len(references) for name, r in results.items()}
+reference_words = sum(len(r.split()) for r in references) / len(references)
+brevity = {name: sacrebleu.corpus_bleu(r["outputs"], [references]).bp for name, r in results.items()}
+bleu_gain = results["beam 4"]["bleu"] - results["greedy"]["bleu"]
+print(f"beam search changes {len(changed)} of {len(references)} outputs; "
+      f"the model scores beam's output higher on {beam_higher} of them")
+print(f"  of those, right only with beam: {right_only_beam}; right only with greedy: {right_only_greedy}")
+print(f"words per output: greedy {words['greedy']:.2f}, beam {words['beam 4']:.2f}, "
+      f"references {reference_words:.2f}")
+print(f"BLEU's brevity penalty: greedy {brevity['greedy']:.3f}, beam {brevity['beam 4']:.3f}")
+print(f"BLEU, beam minus greedy: {bleu_gain:+.1f}")
+
+# %% [markdown]
+# The search does its job: it changes {{ len(changed) }} of the {{ len(references):, }} outputs, and the model scores
+# beam's output higher on {{ beam_higher }} of them. The translations are not better for it:
+# {{ right_only_beam }} of the changed outputs are right only with beam, {{ right_only_greedy }} only with greedy, and beam's
+# outputs are shorter ({{ words["beam 4"]:.2f }} words on average against greedy's {{ words["greedy"]:.2f }} and the references'
+# {{ reference_words:.2f }}), which BLEU's brevity penalty charges ({{ brevity["beam 4"]:.3f }} against {{ brevity["greedy"]:.3f }}). So BLEU moves by
+# {{ bleu_gain:+.1f }}. After {{ log.step }} steps the model's scores are a rough guide: an output it scores higher
+# is no more often the right one, and it prefers short ones, so a better search of this model
+# finds outputs the model prefers that are no better. Beam search pays once the model is
+# better:
+# in the command line's ten-minute runs (`python -m course.train --task fra-eng`, seeds 0, 1
+# and 2, on a 2-core CPU; README, "Translating real sentences") it adds 1.4 BLEU to greedy
+# decoding on average, 42.9 against 41.5.
+#
 # These numbers are **not comparable with the paper's** 28.4 and 41.8 BLEU (its big model,
 # English into German and into French): those are WMT 2014 news sentences, much longer,
-# against one professional reference each, after training on 4.5 and 36 million pairs. Here the sentences are short and formulaic ("i m ..."), in
-# the easier direction into English, and held out by whole English sentence. The README
-# gives the ten-minute run's scores over three seeds, and the tutorial model's beside them.
+# against one professional reference each, after training on 4.5 and 36 million pairs.
+# Here the sentences are short and formulaic ("i m ..."), in
+# the easier direction into English, and held out by whole English sentence. Section 8
+# gives the command line's ten-minute scores over three seeds (README), and the tutorial
+# model's beside them.
 #
 # ### Reading the mistakes
 # A score is an average; the sentences say what it is made of:
@@ -349,60 +443,89 @@ for s, o, r in wrong[:12]:
     print(f"  {s:38} model: {o:30} reference: {r}")
 
 # %% [markdown]
-# The kinds of mistake worth looking for (run the cell below to count some of them in your
+# Two rows can be the same (two are, in the run stored with this notebook): two French
+# sentences whose only difference is a word the training split never had both reach the
+# model as, say, "je suis <unk> .", with the same output.
+#
+# The kinds of mistake worth looking for (the cell below counts some of them in your
 # model's output):
 #
-# - **another right translation**: "i m exhausted." for "i m very tired.", "you re" for
-#   "you are": counted wrong by exact match, half wrong by BLEU; one reference per sentence
-#   cannot know better;
+# - **another right translation**: "i m weak." for "i am weak." in the run stored with this
+#   notebook, "you re" for "you are": wrong by exact match, and only partly right by BLEU
+#   (fewer n-grams match); one reference per sentence cannot know better;
 # - **an unknown word**: the French word never occurred in training, so the model reads
 #   `<unk>` and guesses from the rest of the sentence;
-# - **he or she, you or they**: French "ils/elles" and "vous" do not tell English's number
-#   or formality apart, and a sentence alone does not say which was meant;
-# - **a wrong word of the right kind**: the right structure with a wrong adjective: the
-#   model learned the grammar before the vocabulary.
+# - **he, she or it**: French does not always say which English pronoun was meant. "c est"
+#   ("it is") stands for "he ...", "she ..." or "you ..." in this data (the cell below
+#   counts them), "il" and "elle" are also "it" for a thing, and "on" can be "we", "you",
+#   "they" or "one". (Where French tells more apart than English, nothing is lost:
+#   "ils"/"elles" both become "they", "tu"/"vous" both "you".);
+# - **a wrong word of the right kind**: the right sentence frame with a wrong word ("je suis
+#   flic ." → "i m a big." above): after {{ log.step }} steps the model has the frames (the cell below
+#   counts the wrong outputs that start with the reference's first two words) but not yet
+#   the words.
 
 # %% tags=["nbval-ignore-output"]
 with_unknown = sum(UNK in s.split() for s, _, _ in wrong)
 same_start = sum(o.split()[:2] == r.split()[:2] for _, o, r in wrong)
 print(f"wrong outputs whose source has an <unk>: {with_unknown} of {len(wrong)}")
 print(f"wrong outputs that start with the reference's first two words: {same_start} of {len(wrong)}")
+print(f"every held-out sentence with an <unk> ({unknown_sources}) is among the wrong ones:",
+      with_unknown == unknown_sources)
+c_est = Counter(english.split()[0] for french, english in sentences if french.startswith("c est "))
+print('the English of "c est ..." in the data starts with:', dict(c_est.most_common(4)))
 
 # %% [markdown]
 # ## 7. Cross-attention on real word order
 #
 # French puts most adjectives after the noun: "un homme honnete", "an honest man". Which
 # French word does each English word read? The cross-attention of the last decoder layer,
-# averaged over its heads, for two such sentences of the data:
+# for two such sentences from the training split (the model was trained on their
+# translations). Lesson 09 drew one head, the one that matched the true alignment best;
+# here there is no true alignment to choose a head by, so the map shows the mean of the
+# layer's $h$ = {{ config["n_heads"] }} heads (what `python -m course.translate --attention` draws), and the lines
+# below it give each head's brightest column beside the mean's, so you can see where the
+# heads disagree and the mean blurs them:
 
 # %% tags=["nbval-ignore-output"]
 from course.plotting import attention_heatmap
 from course.translate import translate
 
+trained_on = dict(sentences)  # French -> the English the model was trained on
+maps = {}
 for example in ["c est un homme honnete .", "je suis une femme mariee ."]:
-    result = translate(model, task, example)
+    maps[example] = result = translate(model, task, example)
     attention_heatmap(result.attention, queries=result.output_words, keys=result.source_words,
                       title=f"{example!r} -> {result.text!r}")
     plt.show()
-    most = result.attention.argmax(dim=-1).tolist()  # for each output word, its brightest column
-    print("reads most:", ", ".join(f"{out} <- {result.source_words[j]}"
-                                   for out, j in zip(result.output_words, most)))
+    print(f"trained on {trained_on[example]!r}, wrote {result.text!r}; each row's brightest column:")
+    per_head = model.decoder_layers[-1].cross_attn.attn[0]  # (h, T_out, T_src), this pass's
+    for name, weights in [*((f"head {i}", w) for i, w in enumerate(per_head)), ("mean", result.attention)]:
+        most = weights.argmax(dim=-1).tolist()  # for each output word, its brightest column
+        print(f"  {name:>6}: " + ", ".join(f"{out} <- {result.source_words[j]}"
+                                          for out, j in zip(result.output_words, most)))
 
 # %% [markdown]
-# Each row is an English word being written; each column a French word being read. Look at
-# the adjective: where the model translated it, its row is brightest under the French
-# adjective, *after* the noun, although English writes it *before* the noun. Nobody told the
-# model which words correspond; attention learned to look each one up wherever it is. A
-# model trained for a minute still gets many words wrong (it may write another adjective, or
-# read the noun from the end of the sentence); the ten-minute checkpoint of the command line
-# is worth the same look (`python -m course.translate --attention map.png "..."`).
+# Each row is an English word being written; each column a French word being read. Even on
+# sentences it was trained on, the model after {{ log.step }} steps wrote {{ maps["c est un homme honnete ."].text!r }} and
+# {{ maps["je suis une femme mariee ."].text!r }}: a word short of what it was taught each time, so neither output has an
+# English adjective before its noun, and these maps cannot show the reordering. What they
+# show, in the lines above, is rows finding their counterparts: in the run stored with this
+# notebook "man" reads "homme", "married" reads "mariee" and "a" reads "un" or "une", while
+# other rows read a neighbour ("he" reads "est") or the end of the sentence, and the heads do
+# not all agree. Nobody told the model which words correspond; attention learned where to
+# look from translating alone. The reordering needs a better model: the ten-minute
+# checkpoint of the command line is worth the same look (`python -m course.translate
+# --attention map.png "c est un homme honnete ."`), and section 9's `fra-eng-full` model
+# writes "Elle a acheté une voiture rouge." as "She bought a red car.".
 #
 # ## 8. The baseline: PyTorch's tutorial model, rebuilt
 #
-# The tutorial translates the same 10,599 pairs with a GRU encoder and a GRU decoder with
-# Bahdanau attention, hidden size 128. `course.rnn.TutorialSeq2Seq` rebuilds it from that
-# description: at each target step the previous decoder state asks the attention for a
-# context vector, and the GRU reads the context beside the previous word. Because each step
+# The tutorial's current (2023) version translates its set with a GRU encoder and a GRU
+# decoder with Bahdanau attention, hidden size 128. `course.rnn.TutorialSeq2Seq` rebuilds
+# that model from its description, to train it on this lesson's {{ len(sentences):, }} pairs: at each
+# target step the previous decoder state asks the attention for a context vector, and the
+# GRU reads the context beside the previous word. Because each step
 # needs the state of the one before, even teacher-forced training walks the target one
 # position at a time, where the Transformer's decoder takes all positions at once.
 
@@ -411,21 +534,26 @@ from course.rnn import TutorialSeq2Seq
 
 seed_everything(0)
 gru = TutorialSeq2Seq(len(task.src_vocab), len(task.tgt_vocab), d_hidden=128, dropout=0.1)
-print(f"tutorial GRU: {sum(p.numel() for p in gru.parameters()):,} parameters; "
-      f"Transformer: {sum(p.numel() for p in model.parameters()):,}")
+gru_parameters = sum(p.numel() for p in gru.parameters())
+transformer_parameters = sum(p.numel() for p in model.parameters())
+print(f"tutorial GRU: {gru_parameters:,} parameters; Transformer: {transformer_parameters:,}")
 
 # %% [markdown]
-# The table below was measured with the command line, the same ten minutes of training on
-# one CPU thread for each model, three seeds, mean (range) (README, "Translating real
-# sentences"). The tutorial model takes 2.6 times as many steps in that time (its batches
-# are half as large and its steps cheaper); the Transformer ends 10.1 BLEU ahead.
+# The table below was measured with the command line, not in this notebook: each
+# `python -m course.train --task fra-eng [--model tutorial-gru] --seed S` for S = 0, 1, 2,
+# ten minutes of training on one CPU thread of the 2-core machine, mean (range) (README,
+# "Translating real sentences"); the parameter counts are the two models above. The
+# tutorial model takes 2.6 times as many steps in that time (its batches are half as large
+# and its steps cheaper). The Transformer decoded with beam 4 ends 10.1 BLEU ahead of the
+# tutorial model, which decodes greedily, as the tutorial does (42.9 against 32.8); greedy
+# against greedy it is 8.7 ahead (41.5 against 32.8).
 #
 # | model | parameters | seeds | steps in 600 s | BLEU | chrF | exact match | greedy BLEU |
 # |---|---|---|---|---|---|---|---|
-# | Transformer, d_model 128, 2 + 2 layers, beam 4 | 2,138,734 (seed 0) | 0, 1, 2 | 4,403 (4,194–4,732) | 42.9 (42.7–43.4) | 52.8 (52.6–53.2) | 20.6 (19.2–21.8)% | 41.5 (40.7–42.0) |
-# | tutorial GRU + attention, hidden 128, greedy | 1,493,358 (seed 0) | 0, 1, 2 | 11,353 (10,890–12,205) | 32.8 (31.9–33.8) | 42.9 (42.6–43.2) | 8.5 (7.0–10.1)% | (as BLEU) |
+# | Transformer, d_model 128, 2 + 2 layers, beam 4 | {{ transformer_parameters:, }} (seed 0) | 0, 1, 2 | 4,403 (4,194–4,732) | 42.9 (42.7–43.4) | 52.8 (52.6–53.2) | 20.6 (19.2–21.8)% | 41.5 (40.7–42.0) |
+# | tutorial GRU + attention, hidden 128, greedy | {{ gru_parameters:, }} (seed 0) | 0, 1, 2 | 11,353 (10,890–12,205) | 32.8 (31.9–33.8) | 42.9 (42.6–43.2) | 8.5 (7.0–10.1)% | (as BLEU) |
 #
-# Translations of held-out sentences by the two seed-0 models:
+# Translations of held-out sentences by the two seed-0 models of the command line (README):
 #
 # | French (held out, seed 0) | reference | Transformer (seed 0, beam 4) | tutorial GRU (seed 0) |
 # |---|---|---|---|
@@ -439,41 +567,47 @@ print(f"tutorial GRU: {sum(p.numel() for p in gru.parameters()):,} parameters; "
 #
 # ## 9. The whole file: `fra-eng-full`
 #
-# The tutorial's set is 8% of the file, in lowercase ASCII. The command line's second task,
-# `fra-eng-full`, does what the paper did: it keeps every pair with at most 20 words on each
-# side (99.8% of the file; the rest are a few paragraphs that would lengthen every padded
-# batch), keeps the text **as people wrote it** (capitals, accents, apostrophes,
-# punctuation; only the kinds of space are unified, as French puts a narrow no-break space
-# before `!` and `?`), and reads it in pieces of **one BPE vocabulary of 8,000 shared by both
-# languages**, trained on the training split only. With one id space, the encoder's
+# The tutorial's set is {{ len(sentences) / len(pairs):.0% }} of the file, in lowercase ASCII. The command line's second task,
+# `fra-eng-full`, does what the paper did: it keeps every pair with at most {{ tatoeba.FULL_MAX_WORDS }} words on each
+# side ({{ len(full):, }} pairs, {{ len(full) / len(pairs):.1% }} of the file; the other {{ len(pairs) - len(full) }} pairs, longer on a side,
+# would lengthen every padded batch), keeps the text **as people wrote it** (capitals, accents, apostrophes,
+# punctuation; only the Unicode form, the kinds of space, as French puts a narrow no-break
+# space before `!` and `?`, and typographic apostrophes are unified, and invisible
+# characters dropped), and reads it in pieces of **one BPE vocabulary of {{ FULL_VOCAB_SIZE:, }} shared by
+# both languages**, trained on the training split only. With one id space, the encoder's
 # embedding, the decoder's embedding and the output layer are **one matrix** (§3.4 of the
-# paper: `Transformer(..., tie_embeddings=True)`). 2% of the pairs are held out, grouped by
-# English sentence: about 2,700, the size of a WMT test set.
+# paper: `Transformer(..., tie_embeddings=True)`). {{ FULL_TEST_FRACTION:.0% }} of the pairs are held out, grouped by
+# English sentence: about {{ round(FULL_TEST_FRACTION * len(full), -2):,.0f }}, near the size of a WMT test set
+# (newstest2014 has 3,003 sentences).
 
 # %%
+from course.data import FULL_TEST_FRACTION, FULL_VOCAB_SIZE
+
 full = tatoeba.full_pairs(pairs)
 print(f"{len(full):,} of {len(pairs):,} pairs have at most {tatoeba.FULL_MAX_WORDS} words on each side")
+print(f"{FULL_VOCAB_SIZE:,} BPE pieces at most, {FULL_TEST_FRACTION:.0%} of the pairs held out")
 for french, english in random.Random(3).sample(full, 4):
     print(f"  {french:55} -> {english}")
 
 # %% [markdown]
-# Twelve times the data takes longer to learn: `python -m course.train --task fra-eng-full`
-# trains for 20 minutes (`CONFIGS["fra-eng-full"]`: $d_{model}$ = 192, 2 + 2 layers; in a
-# probe of six sizes on two threads of a nearly idle machine it took 0.33 s a step, where
-# $d_{model}$ = 256 with 3 + 3 layers took 0.71 s). Measured on the two-core machine on the
-# course's one thread, seeds 0, 1 and 2, mean (range) (README, "The whole file"): about
-# 1,950 steps in 1,200 s, not quite one pass through the training pairs, the loss still
-# falling.
+# About {{ len(full) / len(sentences):.0f }} times the pairs take longer to learn: `python -m course.train --task fra-eng-full`
+# trains for {{ CONFIGS["fra-eng-full"]["time_budget"] / 60:.0f }} minutes (`CONFIGS["fra-eng-full"]`: $d_{model}$ = {{ CONFIGS["fra-eng-full"]["d_model"] }}, {{ CONFIGS["fra-eng-full"]["n_layers"] }} + {{ CONFIGS["fra-eng-full"]["n_layers"] }} layers).
+# What follows was measured with the command line, not in this notebook (README, "The
+# whole file"). In a probe of six sizes on two threads of a nearly idle machine, that model
+# took 0.33 s a step, where $d_{model}$ = 256 with 3 + 3 layers took 0.71 s. Trained on the
+# 2-core machine on the course's one thread, seeds 0, 1 and 2, mean (range): about 1,950
+# steps in 1,200 s, not quite one pass through the training pairs, the loss still falling.
 #
 # | task | pairs (train / held out) | vocabulary | parameters | BLEU (beam 4) | chrF | exact match | greedy BLEU |
 # |---|---|---|---|---|---|---|---|
 # | `fra-eng-full` | 132,899 / 2,712 (seed 0) | 8,000 BPE pieces, shared, tied | 3,620,672 | 29.0 (27.8–29.6) | 45.2 (43.5–46.7) | 9.3 (8.2–9.9)% | 27.9 (27.0–28.8) |
 #
-# On two threads (lighter work beside it) the same 20 minutes took 2,362 steps and scored
-# 32.5 (seed 0): the one run in the course where a second thread clearly pays
-# (`--set threads=2`). This BLEU cannot be compared with `fra-eng`'s 43: the test sentences
-# are different and harder (every kind of sentence, not only "I am ..." ones, longer, with
-# capitals and punctuation that count). Held-out sentences, seed 0's model, beam 4:
+# Measured before the one-thread policy, on two threads (lighter work beside it), the same
+# 20 minutes took 2,362 steps and scored 32.5 (seed 0): the one run in the course where a
+# second thread clearly pays (today: `--set threads=2`). This BLEU cannot be compared with
+# `fra-eng`'s 42.9 (section 8): the test sentences are different and harder (every kind of
+# sentence, not only "I am ..." ones, longer, with capitals and punctuation that count).
+# Held-out sentences, seed 0's model of the command line, beam 4 (README):
 #
 # | French (held out) | reference | `fra-eng-full` (seed 0) |
 # |---|---|---|
@@ -482,7 +616,7 @@ for french, english in random.Random(3).sample(full, 4):
 # | Pourrez-vous m'aider quand je déménagerai ? | Could you help me when I move? | Will you help me when I'll help? |
 # | Tom apparut pile au bon moment. | Tom showed up at just the right moment. | Tom tried to the right at the right time. |
 #
-# and sentences typed for it: "Elle a acheté une voiture rouge." → "She bought a red car."
+# and sentences typed for it (the same model): "Elle a acheté une voiture rouge." → "She bought a red car."
 # (the adjective moved before the noun), "Où est la gare ?" → "Where's the station?".
 #
 # ## 10. Translate your own sentence
