@@ -100,7 +100,7 @@ ROTARY_BASE = 10000.0  # lesson 05's base
 # (8,000): at 4,000 the median sentence is still only a few pieces longer than its words,
 # and the output softmax, which a small CPU model pays for at every position, is half as wide.
 LM_VOCAB_SIZE = 4000
-LM_TEST_FRACTION = 0.02  # about 2,300 held-out sentences: a stable perplexity, quick to compute
+LM_TEST_FRACTION = 0.02  # about 1,900 held-out sentences: a stable perplexity, quick to compute
 
 
 def _positive_int(name: str, value: object) -> int:

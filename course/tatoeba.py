@@ -347,8 +347,8 @@ def full_pairs(
 ) -> list[tuple[str, str]]:
     """Every pair of the file, French -> English, `full_normalize`d, both sides at most
     `max_words` words (split on spaces). With the default 20: 135,611 of 135,842 pairs;
-    the 231 left out are rare long ones (up to 54 words) that would make every padded batch
-    and the model's position table longer for 0.17% of the data."""
+    the 231 left out are rare long ones (up to 54 words) that would lengthen the batches they
+    fall in and the model's position table, for 0.17% of the data."""
     kept = []
     for english, french in pairs:
         source, target = full_normalize(french), full_normalize(english)

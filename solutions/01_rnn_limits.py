@@ -119,9 +119,9 @@ rnn_ok = check.rnn_forward(rnn_forward)
 # `course.rnn.to_torch_rnn` builds an `nn.RNN` holding our weights; `from_torch_rnn` reads
 # an `nn.RNN`'s weights back as $(W_{xh}, W_{hh}, b)$.
 #
-# We use your `rnn_forward` if it passed the checker, else the course's reference
-# `course.rnn.rnn_forward` (from here on the notebook uses the reference, so it runs even
-# before your exercise is done).
+# The next cell uses your `rnn_forward` if it passed the checker, else the course's reference
+# `course.rnn.rnn_forward`. After that the notebook uses the reference, so it runs even
+# before your exercise is done.
 
 # %%
 from course.rnn import from_torch_rnn, to_torch_rnn
@@ -466,7 +466,7 @@ plt.show()
 # gates sit near 0.5, and the gradient shrinks by about that factor per step, a little less
 # here because the gates open other paths: {{ lstm_step_factor:.2f }} per step on average over
 # the 59 steps. With the forget gate open (bias 2), the gradient 59 steps back is still
-# {{ at_59["LSTM, forget bias 2"]:.0e }} of the nearest one, where the RNN's has fallen to
+# {{ at_59["LSTM, forget bias 2"]:.0e }} of the nearest one, where the RNN's at torch's default initialisation has fallen to
 # {{ rnn_default_at_59:.0e }}. That is why LSTMs (and GRUs, built on the
 # same idea) replaced vanilla RNNs. But the curve still falls, and the path is still $T - 1$
 # steps long. Attention removes the path itself.
@@ -703,8 +703,9 @@ plt.show()
 # So in this run the advantage comes from what attention lets the decoder read, not from
 # its size.
 #
-# That is one training run per model (seed 0). To try another draw, change the seed in the
-# three training cells. Runs with seeds 1 and 2, outside this notebook (one CPU thread),
+# That is one training run per model (seed 0). To try another initialisation, change the seed
+# in the three training cells (the training batches and the test strings have seeds of their
+# own, in `train` and `accuracy_by_length`). Runs with seeds 1 and 2, outside this notebook (one CPU thread),
 # printed True on every line below as well. The claims of this section, checked (these
 # lines are compared on every test run):
 

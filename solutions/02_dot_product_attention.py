@@ -131,7 +131,8 @@ print(f"additive {seconds_additive * 1e3:.3f} ms, dot product {seconds_dot * 1e3
 # corner where it barely passes back any gradient. Lesson 03 measures exactly that and fixes
 # it with one division by $\sqrt{d_k}$, which keeps the dot product's speed. The lookups of
 # this lesson use $d_k = 2$ and $d_k = 7$, small enough to leave the scores unscaled (the
-# 64-wide scores above were only timed, never put through a softmax).
+# 64-wide scores above were only timed, never put through a softmax; the 1024-wide ones of
+# section 2's aside are left unscaled on purpose, to show the overflow).
 
 # %% [markdown]
 # ## 2. One lookup, by hand
@@ -188,7 +189,7 @@ plt.show()
 # %% [markdown]
 # ### Aside: the softmax that libraries actually compute
 #
-# `exp / sum` is the softmax's definition, and it is fine for the small scores of this lesson.
+# `exp / sum` is the softmax's definition, and it is fine for the small scores of this lesson's lookups.
 # But $e^{s}$ grows fast, and a float32 holds at most about $3.4 \times 10^{38}$, which is
 # $e^{88.7}$. One score past that and `exp` returns `inf`:
 
@@ -437,7 +438,7 @@ plt.show()
 # %%
 self_weights = weights[0]                                                # (T, T): the heatmap
 is_function_word = torch.tensor([embedding[w][-1] == 1 for w in words])  # (T,): the, did, not, ...
-on_function_words = self_weights[is_function_word][:, is_function_word].sum(dim=-1)   # (6,)
+on_function_words = self_weights[is_function_word][:, is_function_word].sum(dim=-1)   # (7,): "the" twice
 print(f"each function word, on the function words together: at least {on_function_words.min():.2f}")
 
 
@@ -465,9 +466,9 @@ print(f"      it: {weight_of('it', 'it'):.2f} on itself, {weight_of('it', 'chick
 # "road" put {{ weight_of("chicken", "chicken"):.2f }} and {{ weight_of("road", "road"):.2f }}
 # on themselves. "it" shares its one feature, "noun", with "chicken" and "road": it gives them
 # and itself the same weight, {{ weight_of("it", "chicken"):.2f }} each, and has no way to
-# prefer one noun. A word that shares no feature with any other, like "cross", spreads its weight almost
-# evenly: {{ weight_of("cross", "cross"):.2f }} on itself, at most
-# {{ largest_elsewhere("cross"):.2f }} on any other word. With $Q = K$ a word can only ask "who
+# prefer one noun. A word that shares no feature with any other, like "cross", keeps
+# {{ weight_of("cross", "cross"):.2f }} on itself and spreads the rest evenly, at most
+# {{ largest_elsewhere("cross"):.2f }} on any other word (every other word's score is 0). With $Q = K$ a word can only ask "who
 # resembles me?". To ask a *different* question, such as "which noun can be tired?", queries and keys
 # need their own learned projections, $Q = X W_Q$ and $K = X W_K$.
 #

@@ -295,7 +295,8 @@ for name, dims in [("LayerNorm", -1), ("BatchNorm", (0, 1))]:
 #
 # - `__init__(d_model, eps=1e-5)`: the gain `self.weight` and the shift `self.bias`, each
 #   an `nn.Parameter` of shape $(d_{model},)$, starting at ones and zeros (the names
-#   matter: the checker copies values into them, and lesson 08 uses them);
+#   matter: the checker copies values into them, as the check below copies
+#   `torch.nn.LayerNorm`'s, whose parameters have the same names);
 # - `forward(x)`: `x` of any shape $(\dots, d_{model})$; normalise over the **last** axis
 #   with the biased variance and $\epsilon$ inside the square root; then scale and shift.
 #   Keep the mean and variance's last axis (`keepdim=True`) so that they broadcast against `x`.
@@ -626,7 +627,8 @@ print(f"{len(writes)} writes; x_0 + their sum equals the output: "
 # layers ($d_{model} = 16$, 2 heads, $d_{ff} = 32$, learned positions), Adam at a large
 # learning rate, $2 \cdot 10^{-2}$, for 100 steps. Four runs, one seed, the same data: post-LN
 # and pre-LN, each without warm-up and with a 30-step linear warm-up (`LambdaLR`). The
-# models are tiny, so one CPU thread runs them fastest.
+# models are tiny and, like everything in the course, run on one CPU thread (`import course`
+# sets it; lesson 04 says why).
 
 # %%
 V, T_task = 10, 8
@@ -681,7 +683,8 @@ runs = {(norm_first, warmup): train(norm_first, warmup)
         for warmup in (0, 30) for norm_first in (False, True)}
 
 # %% [markdown]
-# The losses come from training, so their last digits move a little from machine to machine
+# The losses come from training, so they move from machine to machine (the third decimal,
+# or more)
 # (the course's tests do not compare them); the cell after the plot checks the pattern.
 
 # %% tags=["nbval-ignore-output"]

@@ -712,7 +712,9 @@ print("encoder-decoder: src", tuple(src.shape), "+ tgt", tuple(tgt_in.shape), "-
 # filler words `w0 ... w9`, with one "bank" and one cue word somewhere, from the river group
 # (river, water, fish) or the money group (money, loan, cash). The model (embeddings,
 # positions, 3 encoder layers of $d_{model} = 32$, no dropout) must say, at the position of
-# "bank", which sense it has. Tiny models run fastest on one CPU thread (lesson 04).
+# "bank", which sense it has. Like everything in the course it runs on one CPU thread
+# (`import course` sets it; lesson 04 says why: a second thread saves little on such small
+# models and can cost much on a shared machine).
 
 # %%
 vocabulary = [f"w{i}" for i in range(10)] + ["bank", "river", "water", "fish", "money", "loan",
@@ -811,7 +813,8 @@ plt.show()
 
 # %% [markdown]
 # At layer 0 the two copies of "bank" are the same vector (the dots of the two colours lie
-# on top of each other: they differ only by the position "bank" sits at). After the first
+# on top of each other: the 8 dots differ from one another only by the position "bank" sits
+# at). After the first
 # layer the cue has already pulled them apart (cosine {{ similarity[1]:+.3f }}), every
 # further layer pulls further
 # ({{ similarity[2]:+.3f }} after layer 2), and after the last the two senses point apart,

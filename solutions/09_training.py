@@ -65,8 +65,8 @@ torch.set_printoptions(precision=3, sci_mode=False)
 # %% [markdown]
 # The models of this lesson are small (the Transformer of section 3 has
 # {{ n_parameters:, }} parameters; the sentences have at most {{ max(source_lengths) }}
-# words, their translations at most {{ max(target_lengths) }}). Splitting such small matrix
-# products between CPU threads costs more than it saves, and on a machine busy with other
+# words, their translations at most {{ max(target_lengths) }}). On an idle machine a second
+# thread saves a third of a step at most (README, "Threads"); on a machine busy with other
 # work the threads wait for each other: the README ("Training the model", its results
 # table) measured `make train` on a busy 2-core Intel Xeon at 813 s of training with two
 # threads and 86 s with one. So the course runs on one thread: `import course` set it
@@ -314,9 +314,10 @@ plt.show()
 #   own longest sentence with `<pad>` (id 0). The padding must change nothing: the masks
 #   keep attention off it (lessons 06 and 08), and the loss skips it,
 #   `nn.CrossEntropyLoss(ignore_index=PAD_ID)`, averaging over the real tokens only.
-# - **Gradient clipping** to norm 1: not in the paper; it rescales a rare huge gradient and
-#   makes the runs steadier (the README, "Training the model": with seed 1, 600 steps on
-#   one thread ended at 99.65% exact match without clipping and 100% with it).
+# - **Gradient clipping** to norm 1: not in the paper, and not needed on this task; it is a
+#   guard that rescales a rare huge gradient (the README, "Training the model": the course's
+#   first model ended at 99.65% exact match on seed 1 without it and 100% with it; today's
+#   model reaches 100.0% on seed 1 without it too).
 #
 # One batch, and a check that `ignore_index` is the same as dropping the padded positions:
 
@@ -386,7 +387,8 @@ print(f"{n_parameters:,} parameters")
 
 # %% [markdown]
 # The numbers printed from here on come out of training, and training's floating-point
-# rounding differs between CPUs: on another machine they can move a little. Cells that print
+# rounding differs between CPUs: on another machine they can move, sometimes by more than a
+# little (section 7 shows one example). Cells that print
 # them are not compared by the course's tests; cells further down check the lesson's claims.
 
 # %% tags=["nbval-ignore-output"]
@@ -562,7 +564,7 @@ for row in range(3):
 # `course.train.corpus_scores` (sacrebleu, with the words taken as they are), as
 # `make train` does.
 #
-# Greedy decoding on all 2,000 held-out sentences:
+# Greedy decoding on all {{ len(task.test):, }} held-out sentences:
 
 # %% tags=["nbval-ignore-output"]
 outputs, references = [], []
@@ -971,9 +973,10 @@ print("the Transformer and the RNN with attention both translate over 90% exactl
 
 # %% [markdown]
 # This closes lesson 01's loop. One context vector is the bottleneck: the GRU without
-# attention takes the most steps in the time ({{ table["GRU, no attention"][1].step }},
-# against {{ table["GRU, with attention"][1].step }} with attention and
-# {{ table["Transformer"][1].step }} for the Transformer: it is the cheapest per step) and
+# attention takes the most steps in the time in this run
+# ({{ table["GRU, no attention"][1].step }}, against {{ table["GRU, with attention"][1].step }}
+# with attention and {{ table["Transformer"][1].step }} for the Transformer: it is the cheapest
+# per step) and
 # gets many of the words right (BLEU {{ table["GRU, no attention"][2]["bleu"]:.1f }}), but
 # it must carry a whole sentence, to be written in another order, through 128 numbers, and
 # gets {{ 1 - exact["GRU, no attention"]:.0% }} of the held-out sentences wrong somewhere.
@@ -993,7 +996,7 @@ print("the Transformer and the RNN with attention both translate over 90% exactl
 # ## 10. The full run: `make train`
 #
 # The command line trains the same model with the same loop for 600 steps, evaluates it on
-# all 2,000 held-out sentences and saves everything:
+# all {{ len(task.test):, }} held-out sentences and saves everything:
 #
 # ```bash
 # make train          # = python -m course.train --task toy-translation

@@ -172,8 +172,11 @@ for i, (row, fused_row) in enumerate(zip(ours, fused, strict=True)):
 # matrix that outgrows the processor's caches costs more per entry than one that fits, so
 # a doubling can cost more than 4: ours writes its $(T, T)$ weights to memory and reads
 # them back ({{ ours[-1]["weights_bytes"] / 2**20:.0f }} MiB at $T = {{ T_values[-1] }}$,
-# below), the fused kernel never writes them (section "What a fused kernel saves"). That
-# is why the law is shown by the count; the clock agrees with it only roughly on a CPU.
+# below), the fused kernel never writes them (section "What a fused kernel saves"). Which
+# reason weighs most changes from run to run: in this one the largest doubling,
+# {{ max(ours_growth + fused_growth):.1f }}, was
+# {{ "ours" if max(ours_growth) >= max(fused_growth) else "the fused kernel's" }}. That is
+# why the law is shown by the count; the clock agrees with it only roughly on a CPU.
 
 # %% [markdown]
 # The timings above come from this machine and move from run to run; the memory does not.
@@ -265,7 +268,7 @@ for name, attend in saved.items():
 
 # %% [markdown]
 # Where PyTorch has a fused kernel for the call, it keeps $q$, $k$, $v$, the output and one
-# number per query row (the $(1, 2, 64)$ tensor: the row statistics of the softmax, below),
+# number per query row (the $(1, 2, 64)$ tensor: a statistic of each softmax row, below),
 # never $P$; here that is so without a mask and with one. With a mask it also keeps the
 # mask, turned into a float $(T, T)$ matrix of $0$ and $-\infty$ that is added to the
 # scores: one matrix that every head and sentence share, where $P$ is one per head and
@@ -290,9 +293,33 @@ for name, attend in saved.items():
 # time (the factor $e^{m - m'}$ rescales what was summed under the old maximum; subtracting
 # the maximum keeps every exponential $\le 1$, as a stable softmax does). Each tile of
 # scores lives in fast on-chip memory and is thrown away; the backward pass recomputes the
-# tiles from $Q$, $K$, $V$ and the saved row statistics $m, \ell$, which costs more
-# multiply-adds and saves the $T^2$ memory. On a GPU the time saved is mostly memory
-# traffic: writing and re-reading a $T \times T$ matrix is slower than recomputing it. The
+# tiles from $Q$, $K$, $V$ and the one number per row that the forward pass saved,
+# $m + \log \ell$: the log of the row's softmax denominator $\sum_j e^{s_j}$, from which
+# each weight is $e^{s_j - (m + \log \ell)}$ again. That costs more multiply-adds and saves
+# the $T^2$ memory. The $(1, 2, 64)$ tensor that `sdpa` saves is that number, not $m$ alone
+# (checked on fresh $q, k, v$):
+
+# %%
+q, k, v = (torch.randn(1, 2, 64, 16, requires_grad=True) for _ in range(3))  # (B, h, T, d_k)
+kept = []
+
+
+def keep_all(tensor):
+    kept.append(tensor)
+    return tensor
+
+
+with torch.autograd.graph.saved_tensors_hooks(keep_all, lambda tensor: tensor):
+    sdpa(q, k, v)
+row_statistic = next(t for t in kept if t.shape == (1, 2, 64))   # (B, h, T): one per query row
+row_scores = q @ k.transpose(-2, -1) / 16**0.5                   # (B, h, T, T), d_k = 16
+print("the saved number is each row's m + log l, the logsumexp of its scores:",
+      torch.allclose(row_statistic, row_scores.logsumexp(dim=-1), atol=1e-5))
+print("it is not the row's largest score m alone:",
+      not torch.allclose(row_statistic, row_scores.amax(dim=-1), atol=1e-5))
+
+# %% [markdown]
+# On a GPU the time saved is mostly memory traffic: writing and re-reading a $T \times T$ matrix is slower than recomputing it. The
 # time is still $O(T^2 d)$: a fused kernel moves the wall, it does not remove it.
 # `course.multihead.MultiHeadAttention(..., fused=True)` calls
 # `F.scaled_dot_product_attention`, and so gets such a kernel where one applies: on a CPU
@@ -429,8 +456,10 @@ print("the gain grows with the length:", gains == sorted(gains))
 # matrix product, which a CPU does faster per position. Here the gain went from
 # {{ gains[0]:.1f }} times at {{ lengths[0] }} tokens to {{ gains[-1]:.1f }} times at
 # {{ lengths[-1] }}: the work saved grows with the output ($T(T+1)/2$ positions against
-# $T$), and in this run the gain grew with it (the check above). Every production decoder
-# keeps a KV cache.
+# $T$), and in this run the gain grew with it (the check above). Lessons 11 and 12 decode
+# with this cache, and so do the servers that run large language models (managing its
+# memory is the subject of the vLLM paper, Kwon et al. 2023, "Efficient Memory Management
+# for Large Language Model Serving with PagedAttention").
 
 # %% [markdown]
 # ## 3. Cheaper attention
@@ -618,8 +647,10 @@ for name, (short, long) in memory.items():
 
 # %% [markdown]
 # The training results below come from {{ min(train_seconds.values()):.0f }} to
-# {{ max(train_seconds.values()):.0f }} s of training each, and training's rounding
-# differs between CPUs: they are not compared by the course's tests.
+# {{ max(train_seconds.values()):.0f }} s of training CPU time each (the progress bars
+# count wall-clock time, which is longer when the machine is busy). Training's rounding
+# differs between CPUs, so the course's tests do not compare the table's figures; they do
+# compare the orderings checked after it.
 
 # %% tags=["nbval-ignore-output"]
 results = {name: train_variant(make_variant) for name, make_variant in variants.items()}
@@ -658,10 +689,12 @@ print("Linformer translates the fewest exactly:",
 # is close by (its noun's determiner and adjective, the preposition before it), and a
 # window builds in that bias, which full attention has to learn from the data. The
 # long-range work, the reordering, is not the encoder's: the decoder's cross-attention
-# still reads the whole source. Linformer's $k = 4$ rows each mix all the positions, so an
-# encoder position can no longer single out its neighbour, and on {{ T_src }} positions
-# there is nothing worth compressing (the Linformer paper projects 512 and more positions
-# to $k = 128$ or 256). Training took {{ min(train_seconds.values()):.1f }} to
+# still reads the whole source. Linformer's keys and values are $k = 4$ learned mixtures of
+# all the positions, so an encoder position cannot attend to its neighbour alone: after
+# {{ config["steps"] }} steps that left it with {{ exact["Linformer, k = 4"]:.1% }} of the
+# sentences exactly right (after 600, below, it had learned the task). And on
+# {{ T_src }} positions there is nothing worth compressing (the Linformer paper projects
+# 512 and more positions to $k = 128$ or 256). Training took {{ min(train_seconds.values()):.1f }} to
 # {{ max(train_seconds.values()):.1f }} s of CPU for each: at $T = {{ T_src }}$ the scores
 # are a small part of the work, and our sparse versions compute all $T^2$ of them before
 # hiding some. Where they differ is the last column: at $T = 4096$ one head of full
@@ -720,9 +753,11 @@ print("Linformer translates the fewest exactly:",
 # and to join any two positions in one step: the paper's section 4, "Why Self-Attention",
 # weighs the work per layer, how much of it can run in parallel, and the length of the
 # path between distant positions, which it argues makes long-range dependencies easier to
-# learn. It translated better than the recurrent and convolutional models before it, at a
-# fraction of their training cost (lesson 09, section 8), and within a few years
-# Transformers led most language benchmarks (lesson 08, section 6).
+# learn. Its big model translated better than the recurrent and convolutional models
+# before it, ensembles included (on English→French with the arXiv version's 41.8; the
+# proceedings give 41.0), at a fraction of the ensembles' training cost (lesson 09,
+# section 8); by 2021 every entry at the top of an aggregate language-understanding
+# leaderboard, as Stanford's CS224n showed it, was a Transformer (lesson 08, section 6).
 #
 # **Where to go next.**
 # - *Real sentences.* Lesson 11 trains this model on French→English sentences from
@@ -735,9 +770,10 @@ print("Linformer translates the fewest exactly:",
 #   read sequences longer than it was trained on; the paper shows it doing so where
 #   sinusoidal and rotary positions (lesson 05) degrade soon past the training length.
 #   The SCAN length split is a small test of the same question: trained from the command
-#   line (`python -m course.train --task scan-length`, three seeds, README), rotary
-#   positions got some long commands right (9.1% on average) where sinusoidal ones got
-#   none.
+#   line (`python -m course.train --task scan-length --seed S` and the same with
+#   `--set positions=rotary`, seeds 0, 1 and 2, on a 2-core AMD EPYC; README, "SCAN"),
+#   rotary positions got some long commands right (9.1% on average) where sinusoidal ones
+#   got none.
 # - *Faster exact attention.* FlashAttention (Dao et al. 2022, 2023) is the tiled kernel of
 #   section 1; multi-query and grouped-query attention (Shazeer 2019; Ainslie et al. 2023)
 #   share keys and values between heads to shrink the KV cache.

@@ -18,6 +18,9 @@ README = (ROOT / "README.md").read_text(encoding="utf-8")
 
 # (a pattern in README.md with the figure as its one group, lesson notebook, field)
 FIGURES = [
+    (r"\(([\d,]+) training pairs, [\d,]+ held-out", "09_training", "len(task.train):,"),
+    (r"2 decoder layers, ([\d,]+) parameters\)", "09_training", "n_parameters:,"),
+    (r"and takes (\d+) steps of 64 sentences", "09_training", 'config["steps"]'),
     (r"\*\*([\d,]+) pairs\*\* \(the tutorial's", "11_translation", "len(sentences):,"),
     (r"seeded: ([\d,]+) training pairs", "11_translation", "len(task.train):,"),
     (r"training pairs and ([\d,]+) held-out ones", "11_translation", "len(task.test):,"),
@@ -37,8 +40,11 @@ FIGURES = [
     (r"\n([\d,]+) parameters; AdamW", "12_decoder_only", "n_params:,"),
     (r"with a vocabulary of ([\d,]+) pieces", "12_decoder_only", "len(data.vocab):,"),
     (r"sentences for seed 0, ([\d,]+) held-out tokens", "12_decoder_only", "n_targets:,"),
-    (r"clipped to norm 1, (\d+) seconds of training", "12_decoder_only",
-     'config["time_budget"]:.0f'),
+    (
+        r"clipped to norm 1, (\d+) seconds of training",
+        "12_decoder_only",
+        'config["time_budget"]:.0f',
+    ),
     (r"\| 0 \| 2,750 \| 26\.7 \| ([\d.]+) \|", "12_decoder_only", "bigram:.1f"),
     (r"\| 0 \| 2,750 \| 26\.7 \| [\d.]+ \| ([\d.]+) \|", "12_decoder_only", "unigram:.1f"),
     (r"same model for (\d+) steps on one thread", "12_decoder_only", "STEPS"),
