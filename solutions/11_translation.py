@@ -232,7 +232,7 @@ print(f"test answers with an English word unseen in training: {unknown_targets} 
 # The word vocabularies hold {{ len(task.src_vocab):, }} French and {{ len(task.tgt_vocab):, }} English entries (with the specials and
 # `<unk>`), and still {{ unknown_sources }} held-out French sentences have a word the model never saw, and {{ unknown_targets }}
 # held-out answers a word it cannot write: a word vocabulary has nothing for a word it has
-# not seen. The paper's model read
+# not seen. The paper's English-German model read
 # **byte-pair encoding** (BPE, Sennrich et al. 2016): start from characters and repeatedly
 # merge the most frequent adjacent pair into a new piece, until the vocabulary has $V$
 # pieces. Frequent words become one piece; rare ones are spelt with a few frequent pieces;
@@ -240,7 +240,8 @@ print(f"test answers with an English word unseen in training: {unknown_targets} 
 # as `<unk>`). For WMT English-German the paper used "a shared source-target
 # vocabulary of about 37000 tokens" (§5.1): one vocabulary for both languages, so that one
 # embedding matrix serves the encoder, the decoder and the output layer (§3.4), and names
-# copied across keep their id.
+# copied across keep their id. (For English-French it split words into a 32,000
+# word-piece vocabulary, §5.1: a close relative of BPE.)
 #
 # `course.subword` trains one with Google's sentencepiece library, on the **training
 # split's** sentences of both languages together. It is measured on the held-out French as
@@ -400,6 +401,7 @@ right_only_greedy = sum(greedy_out[i] == references[i] for i in changed)
 words = {name: sum(len(o.split()) for o in r["outputs"]) / len(references) for name, r in results.items()}
 reference_words = sum(len(r.split()) for r in references) / len(references)
 brevity = {name: sacrebleu.corpus_bleu(r["outputs"], [references]).bp for name, r in results.items()}
+unpenalised = {name: results[name]["bleu"] / brevity[name] for name in results}  # BLEU / its penalty
 bleu_gain = results["beam 4"]["bleu"] - results["greedy"]["bleu"]
 print(f"beam search changes {len(changed)} of {len(references)} outputs; "
       f"the model scores beam's output higher on {beam_higher} of them")
@@ -407,19 +409,22 @@ print(f"  of those, right only with beam: {right_only_beam}; right only with gre
 print(f"words per output: greedy {words['greedy']:.2f}, beam {words['beam 4']:.2f}, "
       f"references {reference_words:.2f}")
 print(f"BLEU's brevity penalty: greedy {brevity['greedy']:.3f}, beam {brevity['beam 4']:.3f}")
+print(f"BLEU without the penalty: greedy {unpenalised['greedy']:.1f}, beam {unpenalised['beam 4']:.1f}")
 print(f"BLEU, beam minus greedy: {bleu_gain:+.1f}")
 
 # %% [markdown]
 # The search does its job: it changes {{ len(changed) }} of the {{ len(references):, }} outputs, and the model scores
-# beam's output higher on {{ beam_higher }} of them. The translations are not better for it:
-# {{ right_only_beam }} of the changed outputs are right only with beam, {{ right_only_greedy }} only with greedy, and beam's
-# outputs are shorter ({{ words["beam 4"]:.2f }} words on average against greedy's {{ words["greedy"]:.2f }} and the references'
-# {{ reference_words:.2f }}), which BLEU's brevity penalty charges ({{ brevity["beam 4"]:.3f }} against {{ brevity["greedy"]:.3f }}). So BLEU moves by
-# {{ bleu_gain:+.1f }}. After {{ log.step }} steps the model's scores are a rough guide: an output it scores higher
-# is no more often the right one, and it prefers short ones, so a better search of this model
-# finds outputs the model prefers that are no better. Beam search pays once the model is
-# better:
-# in the command line's ten-minute runs (`python -m course.train --task fra-eng`, seeds 0, 1
+# beam's output higher on {{ beam_higher }} of them. By the two scores the translations come
+# out about even. Exactly right: {{ right_only_beam }} of the changed outputs only with beam,
+# {{ right_only_greedy }} only with greedy. BLEU: beam's outputs are shorter
+# ({{ words["beam 4"]:.2f }} words on average against greedy's {{ words["greedy"]:.2f }} and the
+# references' {{ reference_words:.2f }}), which BLEU's brevity penalty charges
+# ({{ brevity["beam 4"]:.3f }} against {{ brevity["greedy"]:.3f }}), while their words match the
+# references' n-grams more often (BLEU without the penalty: {{ unpenalised["beam 4"]:.1f }}
+# against {{ unpenalised["greedy"]:.1f }}); the two nearly cancel, and BLEU moves by
+# {{ bleu_gain:+.1f }}. After {{ log.step }} steps the model's scores are a rough guide: an
+# output it scores higher is not more often the right one, and it prefers short ones. Beam
+# search pays once the model is better: in the command line's ten-minute runs (`python -m course.train --task fra-eng`, seeds 0, 1
 # and 2, on a 2-core CPU; README, "Translating real sentences") it adds 1.4 BLEU to greedy
 # decoding on average, 42.9 against 41.5.
 #
@@ -441,33 +446,39 @@ wrong = [(s, o, r) for s, o, r in zip(src_texts, outputs, task.references) if o 
 print(f"{len(wrong)} of {len(outputs)} outputs differ from their reference; twelve of them:\n")
 for s, o, r in wrong[:12]:
     print(f"  {s:38} model: {o:30} reference: {r}")
+duplicate_rows = 12 - len(set(wrong[:12]))
+print(f"rows above that repeat another row: {duplicate_rows}")
 
 # %% [markdown]
-# Two rows can be the same (two are, in the run stored with this notebook): two French
+# Two rows can be the same (rows above that repeat an earlier one: {{ duplicate_rows }}): two French
 # sentences whose only difference is a word the training split never had both reach the
 # model as, say, "je suis <unk> .", with the same output.
 #
 # The kinds of mistake worth looking for (the cell below counts some of them in your
 # model's output):
 #
-# - **another right translation**: "i m weak." for "i am weak." in the run stored with this
-#   notebook, "you re" for "you are": wrong by exact match, and only partly right by BLEU
+# - **another right translation**: "i m" for "i am", "you re" for "you are" (the data has
+#   both forms): wrong by exact match, and only partly right by BLEU
 #   (fewer n-grams match); one reference per sentence cannot know better;
 # - **an unknown word**: the French word never occurred in training, so the model reads
 #   `<unk>` and guesses from the rest of the sentence;
-# - **he, she or it**: French does not always say which English pronoun was meant. "c est"
+# - **he, she or you**: French does not always say which English pronoun was meant. "c est"
 #   ("it is") stands for "he ...", "she ..." or "you ..." in this data (the cell below
-#   counts them), "il" and "elle" are also "it" for a thing, and "on" can be "we", "you",
-#   "they" or "one". (Where French tells more apart than English, nothing is lost:
+#   counts them). (The tutorial's filter keeps only English that starts "i am", "he is",
+#   "she is", "you are", "we are" or "they are", so "it" never occurs here; in other text
+#   "il" and "elle" can be "it" for a thing, and "on" "we", "you", "they" or "one".) (Where French tells more apart than English, nothing is lost:
 #   "ils"/"elles" both become "they", "tu"/"vous" both "you".);
-# - **a wrong word of the right kind**: the right sentence frame with a wrong word ("je suis
-#   flic ." → "i m a big." above): after {{ log.step }} steps the model has the frames (the cell below
-#   counts the wrong outputs that start with the reference's first two words) but not yet
-#   the words.
+# - **the right frame, a wrong word**: the sentence starts as the reference does and goes
+#   wrong later ("{{ frame_example[0] }}" → "{{ frame_example[1] }}", reference
+#   "{{ frame_example[2] }}"): after {{ log.step }} steps the model has the frames (the cell
+#   below counts the wrong outputs that start with the reference's first two words) but not
+#   yet all the words.
 
 # %% tags=["nbval-ignore-output"]
 with_unknown = sum(UNK in s.split() for s, _, _ in wrong)
 same_start = sum(o.split()[:2] == r.split()[:2] for _, o, r in wrong)
+frame_example = next((s, o, r) for s, o, r in wrong  # the first wrong output with the right frame
+                     if o.split()[:2] == r.split()[:2] and UNK not in s.split())
 print(f"wrong outputs whose source has an <unk>: {with_unknown} of {len(wrong)}")
 print(f"wrong outputs that start with the reference's first two words: {same_start} of {len(wrong)}")
 print(f"every held-out sentence with an <unk> ({unknown_sources}) is among the wrong ones:",
@@ -492,7 +503,7 @@ from course.plotting import attention_heatmap
 from course.translate import translate
 
 trained_on = dict(sentences)  # French -> the English the model was trained on
-maps = {}
+maps, mean_reads = {}, {}
 for example in ["c est un homme honnete .", "je suis une femme mariee ."]:
     maps[example] = result = translate(model, task, example)
     attention_heatmap(result.attention, queries=result.output_words, keys=result.source_words,
@@ -502,18 +513,20 @@ for example in ["c est un homme honnete .", "je suis une femme mariee ."]:
     per_head = model.decoder_layers[-1].cross_attn.attn[0]  # (h, T_out, T_src), this pass's
     for name, weights in [*((f"head {i}", w) for i, w in enumerate(per_head)), ("mean", result.attention)]:
         most = weights.argmax(dim=-1).tolist()  # for each output word, its brightest column
-        print(f"  {name:>6}: " + ", ".join(f"{out} <- {result.source_words[j]}"
-                                          for out, j in zip(result.output_words, most)))
+        reads = ", ".join(f"{out} <- {result.source_words[j]}"
+                          for out, j in zip(result.output_words, most))
+        print(f"  {name:>6}: {reads}")
+    mean_reads[example] = reads  # the last line: the mean over heads
 
 # %% [markdown]
 # Each row is an English word being written; each column a French word being read. Even on
 # sentences it was trained on, the model after {{ log.step }} steps wrote {{ maps["c est un homme honnete ."].text!r }} and
 # {{ maps["je suis une femme mariee ."].text!r }}: a word short of what it was taught each time, so neither output has an
 # English adjective before its noun, and these maps cannot show the reordering. What they
-# show, in the lines above, is rows finding their counterparts: in the run stored with this
-# notebook "man" reads "homme", "married" reads "mariee" and "a" reads "un" or "une", while
-# other rows read a neighbour ("he" reads "est") or the end of the sentence, and the heads do
-# not all agree. Nobody told the model which words correspond; attention learned where to
+# show, in the lines above, is where each row looks; in the mean maps:
+# {{ mean_reads["c est un homme honnete ."] }}, and
+# {{ mean_reads["je suis une femme mariee ."] }}. Some rows find their French counterpart,
+# others read a neighbour or the end of the sentence, and the heads do not all agree. Nobody told the model which words correspond; attention learned where to
 # look from translating alone. The reordering needs a better model: the ten-minute
 # checkpoint of the command line is worth the same look (`python -m course.translate
 # --attention map.png "c est un homme honnete ."`), and section 9's `fra-eng-full` model
@@ -570,7 +583,7 @@ print(f"tutorial GRU: {gru_parameters:,} parameters; Transformer: {transformer_p
 # The tutorial's set is {{ len(sentences) / len(pairs):.0% }} of the file, in lowercase ASCII. The command line's second task,
 # `fra-eng-full`, does what the paper did: it keeps every pair with at most {{ tatoeba.FULL_MAX_WORDS }} words on each
 # side ({{ len(full):, }} pairs, {{ len(full) / len(pairs):.1% }} of the file; the other {{ len(pairs) - len(full) }} pairs, longer on a side,
-# would lengthen every padded batch), keeps the text **as people wrote it** (capitals, accents, apostrophes,
+# would lengthen the batches they fall in and the model's table of positions), keeps the text **as people wrote it** (capitals, accents, apostrophes,
 # punctuation; only the Unicode form, the kinds of space, as French puts a narrow no-break
 # space before `!` and `?`, and typographic apostrophes are unified, and invisible
 # characters dropped), and reads it in pieces of **one BPE vocabulary of {{ FULL_VOCAB_SIZE:, }} shared by

@@ -53,7 +53,8 @@ torch.set_printoptions(precision=3, sci_mode=False)
 # ## 1. The data: English sentences in BPE pieces
 #
 # The text is the English side of lesson 11's file, cleaned as `fra-eng-full` cleaned it
-# (as people wrote it: capitals, apostrophes, punctuation), every distinct sentence once.
+# (as people wrote it: capitals, apostrophes, punctuation), every distinct sentence of at most
+# {{ lm.tatoeba.FULL_MAX_WORDS }} words once.
 # {{ lm.LM_TEST_FRACTION:.0% }} of the sentences are held out to measure the model. The split
 # is **grouped**, as in lesson 11: "I'm tired." and "I'm tired!" differ only in their last
 # character, and a model that saw one in training would find the other easy, so sentences
@@ -111,15 +112,15 @@ print(f"median {sorted(lengths)[len(lengths) // 2]} tokens, longest {max(lengths
 #   "On Layer Normalization in the Transformer Architecture"); this lesson still uses
 #   {{ config["warmup"] }} steps. The stream itself is never normalised, so one LayerNorm is
 #   added after the last layer.
-# - **Tied embeddings** (Press and Wolf 2017; the paper's §3.4): the output layer's weight
+# - **Tied embeddings** (Press and Wolf 2017; the Transformer paper's §3.4): the output layer's weight
 #   *is* the input embedding matrix $E$ $(V, d_{model})$. A token's score is the dot product
 #   of the final (normalised) vector with that token's own embedding, plus a bias of the
 #   token's own: one matrix, learned from both ends.
 # - **Rotary positions** (lesson 05): no position table is added to the embeddings;
 #   instead every attention rotates its queries and keys by their positions, so a score
 #   depends on the two tokens' content and on their positions only through the offset
-#   between them (how far apart they are, not where they are). "is" after "Tom" looks the
-#   same to the model at the start of a sentence or later in it, and the KV cache of lesson 10 needs
+#   between them (how far apart they are, not where they are): in the first layer, "is"
+#   scores "Tom" just before it the same at the start of a sentence or later in it. The KV cache of lesson 10 needs
 #   nothing new (each cached key was rotated once, by its own position). GPT-NeoX and LLaMA
 #   use them; GPT and GPT-2 learned a table of positions instead.
 #
@@ -331,10 +332,11 @@ check.sample_next(sample_next)
 #
 # ## 5. Training, briefly
 #
-# The loop is lesson 09's with the translation taken out: a batch of `<bos> pieces <eos>`
-# rows, the next-token loss (`course.lm.lm_loss`: the model reads `tokens[:, :-1]` and
-# must predict `tokens[:, 1:]`, padding ignored), AdamW with a short linear warm-up of the
-# learning rate, gradients clipped to norm {{ config["clip_norm"]:g }}. The command line runs
+# The loop is lesson 09's with the translation taken out, and a simpler schedule: a batch of
+# `<bos> pieces <eos>` rows, the next-token loss (`course.lm.lm_loss`: the model reads
+# `tokens[:, :-1]` and must predict `tokens[:, 1:]`, padding ignored, no label smoothing),
+# AdamW with a short linear warm-up of the learning rate and then a constant rate (lesson 09
+# used Adam with the paper's warm-up and $1/\sqrt{\text{step}}$ decay), gradients clipped to norm {{ config["clip_norm"]:g }}. The command line runs
 # this loop for {{ config["time_budget"] / 60:.0f }} minutes; here it runs for {{ STEPS }} steps,
 # {{ train_seconds:.0f }} s on one CPU thread in the run stored with this notebook.
 
@@ -441,11 +443,13 @@ print(f"\nprompts (of {len(prompts)}) on which a sampler writes T = 1's text: {s
 # are little. The command line's longer-trained model writes better ones (section 9).
 #
 # Where a sampler writes T = 1's very text (the last line counts the prompts on which each
-# does), that is the shared seed. Top-k and top-p only cut tokens away, and drawing with the
-# same random numbers they pick T = 1's token whenever they keep it: a line changes only from
+# does), that is the shared seed. Top-k and top-p only cut tokens away, and
+# `torch.multinomial` makes one draw from one random number per token (the token with the
+# largest probability divided by its number wins), so with the same random numbers they pick
+# T = 1's token whenever they keep it: a line changes only from
 # the first step where T = 1 drew a token they cut. T = 0.7 moves probability from every
 # unlikely token to the likely ones, so it can change the token even where T = 1 drew a
-# likely one (the last line). The token after "I", drawn 1,000 times with one generator seeded {{ SEED }} for
+# likely one (the last line of the next cell's output). The token after "I", drawn 1,000 times with one generator seeded {{ SEED }} for
 # each setting:
 
 # %%
@@ -502,9 +506,9 @@ print(f"\n{unsure} of {len(chosen)} pieces written with p below 0.5; the least l
 # {{ unsure }} of the {{ len(chosen) }} pieces greedy wrote had probability below one half, the
 # least likely `{{ least_piece }}` at {{ least_p:.3f }}. However unsure the model, greedy never
 # picks the runner-up: whatever is most likely after a context is written after it every
-# time. In large models trained on long documents the loop also feeds itself: Holtzman et al.
-# (2020) found the probability of a repeated phrase *rising* with each repetition in GPT-2,
-# so greedy text falls into loops it never leaves.
+# time. In large models trained on long documents repetition also feeds itself: Holtzman et
+# al. (2020) found the probability of a repeated phrase *rising* with each repetition in
+# GPT-2, a positive feedback loop that greedy text can fall into.
 #
 # This model is trained on single sentences that end with `<eos>`. What does its repetition
 # look like? {{ len(starts) }} one-word prompts, {{ ROWS }} continuations each (rows of one
@@ -573,15 +577,17 @@ print(f"T = 1 and top-p 0.9 write the same text in {same_sampled} of {ROWS * len
 # Greedy draws nothing, so its {{ ROWS }} continuations of a prompt are one text: at most
 # {{ len(starts) }} of {{ ROWS * len(starts) }} differ. Its repetition shows *across* prompts:
 # "{{ common_run }}" is in {{ common_in }} of its {{ len(greedy_texts) }} texts. Inside one
-# text: {{ len(stuttering) }} of its {{ len(greedy_texts) }} texts write one piece twice in a
-# row ({{ stutter_examples }}), and a run of three pieces repeats in
+# text: in {{ len(stuttering) }} of its {{ len(greedy_texts) }} texts one piece is written twice
+# in a row ({{ stutter_examples }}), and a run of three pieces repeats in
 # {{ counts["greedy"]["repeat"] }} of greedy's {{ ROWS * len(starts) }} texts and in
 # {{ span(c["repeat"] for c in sampled) }} of each sampler's. The samplers' texts hold greedy's
 # common run {{ span(c["common"] for c in sampled) }} times in {{ ROWS * len(starts) }}, greedy's
-# {{ counts["greedy"]["common"] }}: each draw can leave the most common phrase, and top-k and
-# top-p keep the draws out of the tail. (T = 1 and top-p 0.9 write the same text in
-# {{ same_sampled }} of the {{ ROWS * len(starts) }} cases: one generator seeded {{ SEED }}
-# each, the same random numbers, as above.)
+# {{ counts["greedy"]["common"] }}: each draw can leave the most common phrase. The samplers
+# write one piece twice in a row {{ span(c["stutter"] for c in sampled) }} times in
+# {{ ROWS * len(starts) }} each (the table's "stutter" column). (T = 1 and top-p 0.9 write the same text in
+# {{ same_sampled }} of the {{ ROWS * len(starts) }} cases: each setting draws its
+# {{ len(starts) }} prompts' continuations from one generator seeded {{ SEED }}, so the two
+# share their random numbers only until their batches run for different numbers of steps.)
 #
 # Which way of choosing to use depends on the task: greedy or beam search (lesson 09) where
 # one best output is wanted (translation, though a sentence has several right ones, lesson
@@ -613,15 +619,18 @@ print("the gain at 60 tokens above the gain at 10:", timings[60]["speedup"] > ti
 # about $n^2/2$ position-passes against the cache's $n$; the cache's steps are small,
 # though, and each pays a fixed cost of Python and PyTorch calls, which is why the measured
 # gain is smaller than $n/2$ ({{ timings[60]["speedup"]:.1f }} times at $n = 60$, against 30).
-# Here it grows from {{ timings[10]["speedup"]:.1f }} times at 10 tokens to
-# {{ timings[60]["speedup"]:.1f }} at 60 (the check above; the timings of one busy machine,
-# so neighbouring lengths can come out in either order), and production decoders write
+# Here it is {{ timings[10]["speedup"]:.1f }} times at 10 tokens,
+# {{ timings[30]["speedup"]:.1f }} at 30 and {{ timings[60]["speedup"]:.1f }} at 60: larger at
+# 60 than at 10 (the check above), while neighbouring lengths can come out in either order
+# on a busy machine, and production decoders write
 # thousands of tokens: every one keeps a KV cache.
 #
 # ## 8. Back to lesson 11, and the three families
 #
-# Apart from the three choices of section 2 (lesson 11's model is post-LN, adds sinusoidal
-# positions to its embeddings, and has two vocabularies, so nothing is tied), the translator
+# Apart from the three choices of section 2 (lesson 11's models are post-LN and add
+# sinusoidal positions to their embeddings; `fra-eng` has two word vocabularies and ties
+# nothing, while `fra-eng-full` shares one BPE vocabulary and ties its embeddings as this
+# model does), the translator
 # of lesson 11 is this model with two things added: an **encoder** that reads
 # the French sentence, and in every decoder layer a **cross-attention** sub-layer whose
 # queries come from the English being written and whose keys and values come from the

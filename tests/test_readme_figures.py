@@ -19,6 +19,7 @@ README = (ROOT / "README.md").read_text(encoding="utf-8")
 # (a pattern in README.md with the figure as its one group, lesson notebook, field)
 FIGURES = [
     (r"\(([\d,]+) training pairs, [\d,]+ held-out", "09_training", "len(task.train):,"),
+    (r"training pairs, ([\d,]+) held-out\s+sentences", "09_training", "len(task.test):,"),
     (r"2 decoder layers, ([\d,]+) parameters\)", "09_training", "n_parameters:,"),
     (r"and takes (\d+) steps of 64 sentences", "09_training", 'config["steps"]'),
     (r"\*\*([\d,]+) pairs\*\* \(the tutorial's", "11_translation", "len(sentences):,"),
