@@ -221,7 +221,7 @@ print(f"at d_k=1024 the scores get {grad_scaled[-1] / grad_unscaled[-1]:.0f} tim
 # {{ max_scaled[-1]:.2f }} instead of a near one-hot {{ max_unscaled[-1]:.2f }} (section 2), and
 # {{ grad_scaled[-1] / grad_unscaled[-1]:.0f }} times more gradient reaches the softmax's inputs (above;
 # what flows on to q and k is divided by $\sqrt{d_k}$ once more: the scaling buys a softmax that
-# is not one-hot, not larger gradients for the weights).
+# is not one-hot, not larger gradients for q and k).
 # The speed argument belongs to another choice: Vaswani et al. (2017, §3.2.1) picked dot
 # products over additive attention because a dot product is one matrix multiplication, fast
 # on real hardware; they added the $1/\sqrt{d_k}$ because, they suspected, large dot products

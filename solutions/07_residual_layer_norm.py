@@ -684,8 +684,7 @@ runs = {(norm_first, warmup): train(norm_first, warmup)
 
 # %% [markdown]
 # The losses come from training, so they move from machine to machine (the third decimal,
-# or more)
-# (the course's tests do not compare them); the cell after the plot checks the pattern.
+# or more; the course's tests do not compare them); the cell after the plot checks the pattern.
 
 # %% tags=["nbval-ignore-output"]
 def smooth(losses, window=10):

@@ -813,7 +813,7 @@ plt.show()
 
 # %% [markdown]
 # At layer 0 the two copies of "bank" are the same vector (the dots of the two colours lie
-# on top of each other: the 8 dots differ from one another only by the position "bank" sits
+# on top of each other: the dots fall on at most 8 spots, one per position "bank" can sit
 # at). After the first
 # layer the cue has already pulled them apart (cosine {{ similarity[1]:+.3f }}), every
 # further layer pulls further

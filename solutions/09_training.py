@@ -314,8 +314,8 @@ plt.show()
 #   own longest sentence with `<pad>` (id 0). The padding must change nothing: the masks
 #   keep attention off it (lessons 06 and 08), and the loss skips it,
 #   `nn.CrossEntropyLoss(ignore_index=PAD_ID)`, averaging over the real tokens only.
-# - **Gradient clipping** to norm 1: not in the paper, and not needed on this task; it is a
-#   guard that rescales a rare huge gradient (the README, "Training the model": the course's
+# - **Gradient clipping** to norm 1: not in the paper, and not needed on seed 1 of today's
+#   model; it is a guard that rescales a rare huge gradient (the README, "Training the model": the course's
 #   first model ended at 99.65% exact match on seed 1 without it and 100% with it; today's
 #   model reaches 100.0% on seed 1 without it too).
 #
@@ -975,8 +975,8 @@ print("the Transformer and the RNN with attention both translate over 90% exactl
 # This closes lesson 01's loop. One context vector is the bottleneck: the GRU without
 # attention takes the most steps in the time in this run
 # ({{ table["GRU, no attention"][1].step }}, against {{ table["GRU, with attention"][1].step }}
-# with attention and {{ table["Transformer"][1].step }} for the Transformer: it is the cheapest
-# per step) and
+# with attention and {{ table["Transformer"][1].step }} for the Transformer: the GRU without
+# attention is the cheapest per step) and
 # gets many of the words right (BLEU {{ table["GRU, no attention"][2]["bleu"]:.1f }}), but
 # it must carry a whole sentence, to be written in another order, through 128 numbers, and
 # gets {{ 1 - exact["GRU, no attention"]:.0% }} of the held-out sentences wrong somewhere.

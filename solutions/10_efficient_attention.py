@@ -172,10 +172,10 @@ for i, (row, fused_row) in enumerate(zip(ours, fused, strict=True)):
 # matrix that outgrows the processor's caches costs more per entry than one that fits, so
 # a doubling can cost more than 4: ours writes its $(T, T)$ weights to memory and reads
 # them back ({{ ours[-1]["weights_bytes"] / 2**20:.0f }} MiB at $T = {{ T_values[-1] }}$,
-# below), the fused kernel never writes them (section "What a fused kernel saves"). Which
-# reason weighs most changes from run to run: in this one the largest doubling,
-# {{ max(ours_growth + fused_growth):.1f }}, was
-# {{ "ours" if max(ours_growth) >= max(fused_growth) else "the fused kernel's" }}. That is
+# below), the fused kernel never writes them (section "What a fused kernel saves"). In
+# this run the largest doubling, {{ max(ours_growth + fused_growth):.1f }}, was
+# {{ "ours, the one that writes its weights to memory" if max(ours_growth) >= max(fused_growth) else "the fused kernel's, which writes no weights, so the caches do not explain it" }};
+# another run or machine can order the three reasons differently. That is
 # why the law is shown by the count; the clock agrees with it only roughly on a CPU.
 
 # %% [markdown]
@@ -690,8 +690,8 @@ print("Linformer translates the fewest exactly:",
 # window builds in that bias, which full attention has to learn from the data. The
 # long-range work, the reordering, is not the encoder's: the decoder's cross-attention
 # still reads the whole source. Linformer's keys and values are $k = 4$ learned mixtures of
-# all the positions, so an encoder position cannot attend to its neighbour alone: after
-# {{ config["steps"] }} steps that left it with {{ exact["Linformer, k = 4"]:.1% }} of the
+# all the positions, so an encoder position cannot attend to its neighbour alone, which may
+# be why after {{ config["steps"] }} steps it had {{ exact["Linformer, k = 4"]:.1% }} of the
 # sentences exactly right (after 600, below, it had learned the task). And on
 # {{ T_src }} positions there is nothing worth compressing (the Linformer paper projects
 # 512 and more positions to $k = 128$ or 256). Training took {{ min(train_seconds.values()):.1f }} to
@@ -754,8 +754,9 @@ print("Linformer translates the fewest exactly:",
 # weighs the work per layer, how much of it can run in parallel, and the length of the
 # path between distant positions, which it argues makes long-range dependencies easier to
 # learn. Its big model translated better than the recurrent and convolutional models
-# before it, ensembles included (on English→French with the arXiv version's 41.8; the
-# proceedings give 41.0), at a fraction of the ensembles' training cost (lesson 09,
+# before it, ensembles included: on English→German by more than 2 BLEU, and on
+# English→French with the arXiv version's 41.8 (the proceedings' 41.0 leaves two ensembles
+# ahead there), at a fraction of the ensembles' training cost (lesson 09,
 # section 8); by 2021 every entry at the top of an aggregate language-understanding
 # leaderboard, as Stanford's CS224n showed it, was a Transformer (lesson 08, section 6).
 #

@@ -414,7 +414,7 @@ print(f"BLEU, beam minus greedy: {bleu_gain:+.1f}")
 
 # %% [markdown]
 # The search does its job: it changes {{ len(changed) }} of the {{ len(references):, }} outputs, and the model scores
-# beam's output higher on {{ beam_higher }} of them. By the two scores the translations come
+# beam's output higher on {{ beam_higher }} of them. By exact match and BLEU the translations come
 # out about even. Exactly right: {{ right_only_beam }} of the changed outputs only with beam,
 # {{ right_only_greedy }} only with greedy. BLEU: beam's outputs are shorter
 # ({{ words["beam 4"]:.2f }} words on average against greedy's {{ words["greedy"]:.2f }} and the
@@ -452,7 +452,7 @@ print(f"rows above that repeat another row: {duplicate_rows}")
 # %% [markdown]
 # Two rows can be the same (rows above that repeat an earlier one: {{ duplicate_rows }}): two French
 # sentences whose only difference is a word the training split never had both reach the
-# model as, say, "je suis <unk> .", with the same output.
+# model as, say, `je suis <unk> .`, with the same output.
 #
 # The kinds of mistake worth looking for (the cell below counts some of them in your
 # model's output):
@@ -463,11 +463,13 @@ print(f"rows above that repeat another row: {duplicate_rows}")
 # - **an unknown word**: the French word never occurred in training, so the model reads
 #   `<unk>` and guesses from the rest of the sentence;
 # - **he, she or you**: French does not always say which English pronoun was meant. "c est"
-#   ("it is") stands for "he ...", "she ..." or "you ..." in this data (the cell below
-#   counts them). (The tutorial's filter keeps only English that starts "i am", "he is",
-#   "she is", "you are", "we are" or "they are", so "it" never occurs here; in other text
-#   "il" and "elle" can be "it" for a thing, and "on" "we", "you", "they" or "one".) (Where French tells more apart than English, nothing is lost:
-#   "ils"/"elles" both become "they", "tu"/"vous" both "you".);
+#   ("it is") stands for "he ...", "she ..." or "you ..." in this data, and now and then
+#   "i ..." (the cell below counts them). The tutorial's filter keeps only English that
+#   starts "i am"/"i m", "he is"/"he s", "she is"/"she s", "you are"/"you re", "we are"/"we
+#   re" or "they are"/"they re", so no sentence here starts with "it"; in other text "il"
+#   and "elle" can be "it" for a thing, and "on" "we", "you", "they" or "one". Where French
+#   tells more apart than English, nothing is lost: "ils"/"elles" both become "they",
+#   "tu"/"vous" both "you";
 # - **the right frame, a wrong word**: the sentence starts as the reference does and goes
 #   wrong later ("{{ frame_example[0] }}" → "{{ frame_example[1] }}", reference
 #   "{{ frame_example[2] }}"): after {{ log.step }} steps the model has the frames (the cell
@@ -524,8 +526,8 @@ for example in ["c est un homme honnete .", "je suis une femme mariee ."]:
 # {{ maps["je suis une femme mariee ."].text!r }}: a word short of what it was taught each time, so neither output has an
 # English adjective before its noun, and these maps cannot show the reordering. What they
 # show, in the lines above, is where each row looks; in the mean maps:
-# {{ mean_reads["c est un homme honnete ."] }}, and
-# {{ mean_reads["je suis une femme mariee ."] }}. Some rows find their French counterpart,
+# `{{ mean_reads["c est un homme honnete ."] }}`, and
+# `{{ mean_reads["je suis une femme mariee ."] }}`. Some rows find their French counterpart,
 # others read a neighbour or the end of the sentence, and the heads do not all agree. Nobody told the model which words correspond; attention learned where to
 # look from translating alone. The reordering needs a better model: the ten-minute
 # checkpoint of the command line is worth the same look (`python -m course.translate

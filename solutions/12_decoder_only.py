@@ -621,9 +621,9 @@ print("the gain at 60 tokens above the gain at 10:", timings[60]["speedup"] > ti
 # gain is smaller than $n/2$ ({{ timings[60]["speedup"]:.1f }} times at $n = 60$, against 30).
 # Here it is {{ timings[10]["speedup"]:.1f }} times at 10 tokens,
 # {{ timings[30]["speedup"]:.1f }} at 30 and {{ timings[60]["speedup"]:.1f }} at 60: larger at
-# 60 than at 10 (the check above), while neighbouring lengths can come out in either order
-# on a busy machine, and production decoders write
-# thousands of tokens: every one keeps a KV cache.
+# 60 than at 10 (the check above); on a busy machine neighbouring lengths can come out in
+# either order. Lesson 11's translator decodes with the same cache, and so do the servers
+# that run large language models (lesson 10, section 2).
 #
 # ## 8. Back to lesson 11, and the three families
 #
