@@ -53,6 +53,8 @@ import nbformat
 from nbclient import NotebookClient
 from tqdm import tqdm
 
+from course.utils import error_name
+
 NOTEBOOK = re.compile(r"^(\d\d)_.*\.ipynb$")
 SYMBOL = {"passed": "✅", "not yet": "⏳", "failed": "❌", "missing": "∅", "not judged": "⚠"}
 CSV_COLUMNS = ["learner", "lesson", "notebook", "exercise", "verdict", "message", "notebook_error"]
@@ -241,7 +243,9 @@ def _error_of(cell) -> str | None:
             where = re.sub(
                 r"\(\d+\.py, line (\d+)\)", r"(line \1 of the cell)", output.get("evalue", "")
             )
-            return f"{output.get('ename')}: {where}".strip()
+            # The first public class's name: Python 3.13+ names an unfinished cell's error
+            # `_IncompleteInputError`, a private SyntaxError (course.utils.error_name)
+            return f"{error_name(output.get('ename') or '')}: {where}".strip()
     return None
 
 
@@ -342,7 +346,7 @@ def run_notebook(
                             f"error was in cell {error_cell})"
                         )
         except Exception as failure:  # a kernel that died or never started: report, go on
-            reason = f"{type(failure).__name__}: {failure}".strip()
+            reason = f"{error_name(failure)}: {failure}".strip()
             if current > learner_cells:
                 reason = f"checking stopped the kernel ({reason})"
             elif current:

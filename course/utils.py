@@ -2,6 +2,7 @@
 comparing, timing, the words of error messages, and writing a file so that no reader ever
 sees half of it."""
 
+import builtins
 import contextlib
 import os
 import random
@@ -94,6 +95,28 @@ def describe(x: object) -> str:
     if isinstance(x, torch.Tensor):
         return f"a {x.dtype} tensor of shape {tuple(x.shape)}"
     return f"{type(x).__name__} {x!r}"
+
+
+def error_name(error: BaseException | type | str) -> str:
+    """The name to show for an error (an exception, its class, or a class's name as a kernel
+    reports it): the class's own name, unless it is private, then the first public class's
+    up its MRO.
+
+    Python and libraries raise private subclasses of public errors: Python 3.13 compiles an
+    unfinished cell (`x = (1,`) to `_IncompleteInputError`, a SyntaxError, and NumPy's
+    ufuncs raise `_UFuncNoLoopError`, a UFuncTypeError. A leading "_" marks a name as no
+    one's to rely on: documented nowhere a learner looks, not the one an `except` names.
+    The general rule (not a list of special cases) keeps the next such class readable too:
+    "SyntaxError: incomplete input" on every Python. A name (str) is looked up among the
+    builtins, where `_IncompleteInputError` lives; one found nowhere is returned as it is.
+    """
+    if isinstance(error, str):
+        found = getattr(builtins, error, None) if error.startswith("_") else None
+        if not (isinstance(found, type) and issubclass(found, BaseException)):
+            return error
+        error = found
+    kind = error if isinstance(error, type) else type(error)
+    return next((k.__name__ for k in kind.__mro__ if not k.__name__.startswith("_")), kind.__name__)
 
 
 def is_token_ids(x: object) -> bool:

@@ -183,6 +183,18 @@ def test_without_a_hint_the_message_ends_with_the_error_and_unnamed_inputs_are_n
     )
 
 
+def test_a_private_error_is_named_by_its_public_class():
+    class _Incomplete(SyntaxError):  # the shape of Python 3.13's _IncompleteInputError
+        pass
+
+    def broken(q):
+        raise _Incomplete("incomplete input")
+
+    with pytest.raises(Mistake) as caught:
+        fw.call(broken, torch.zeros(2), names=("q",))
+    assert str(caught.value) == "on inputs q (2,) your code raised SyntaxError: incomplete input"
+
+
 @pytest.mark.parametrize(
     "operation, hint",
     [

@@ -9,6 +9,7 @@ that dies, an unreadable notebook) and of the report is checked exactly.
 """
 
 import ast
+import builtins
 import contextlib
 import csv
 import io
@@ -30,6 +31,10 @@ class Clock:
 
     def __call__(self) -> float:
         return self.now
+
+
+class _PrivateDeath(RuntimeError):
+    """A private class under a public error, as a kernel's client might raise."""
 
 
 class FakeClient:
@@ -58,7 +63,8 @@ class FakeClient:
                 ename, evalue = line[len("#! error ") :].split(": ", 1)
                 cell.outputs.append({"output_type": "error", "ename": ename, "evalue": evalue})
             elif line.startswith("#! die"):
-                raise RuntimeError("Kernel died before replying")
+                kind = {"private": _PrivateDeath}.get(line[len("#! die ") :], RuntimeError)
+                raise kind("Kernel died before replying")
         if cell.source.startswith("__course_progress_judge("):
             marker, name = ast.literal_eval(cell.source[len("__course_progress_judge") :])
             for text in self.answers.get(name, []):
@@ -194,6 +200,30 @@ def test_the_first_error_is_reported_with_its_cell_and_line(tmp_path, kernel):
         "not defined in the notebook (its cell deleted, or failed: the first error was in cell 2)",
     )
     assert run.verdicts["g"] == Verdict("passed", "passed")
+
+
+def test_a_private_error_class_is_reported_by_its_public_name(tmp_path, kernel, monkeypatch):
+    # Python 3.13+ names an unfinished cell's error `_IncompleteInputError`, a private
+    # SyntaxError; an instructor reads "SyntaxError". Before 3.13 the builtins get a stand-in.
+    incomplete = type("_IncompleteInputError", (SyntaxError,), {})
+    monkeypatch.setattr(builtins, "_IncompleteInputError", incomplete, raising=False)
+    _, answers, _ = kernel
+    path = write(
+        tmp_path / "02_x.ipynb",
+        "#! error _IncompleteInputError: incomplete input (2893443731.py, line 1)",
+        "g = 1",
+    )
+    answers["g"] = [said("g", "passed", "passed")]
+    run = progress.run_notebook(path, ["g"])
+    assert run.error == (
+        "cell 1 (`#! error _IncompleteInputError: incomplete inpu...`): "
+        "SyntaxError: incomplete input (line 1 of the cell)"
+    )
+    # a client that stops on a private class: its public one is named too
+    path = write(tmp_path / "02_y.ipynb", "#! die private", "g = 1")
+    assert progress.run_notebook(path, ["g"]).error == (
+        "cell 1 (`#! die private`): RuntimeError: Kernel died before replying"
+    )
 
 
 def test_a_missing_answer_without_an_error_keeps_its_message(tmp_path, kernel):

@@ -1,10 +1,12 @@
 """course.utils: seeding, the difference report the notebooks print, timing."""
 
+import sys
+
 import pytest
 import torch
 
 from course import utils
-from course.utils import describe, device, gap, is_token_ids, seed_everything
+from course.utils import describe, device, error_name, gap, is_token_ids, seed_everything
 
 
 def test_seed_everything_repeats_the_same_numbers():
@@ -49,3 +51,36 @@ def test_token_ids_are_2d_integer_tensors():
                     torch.zeros(2, 3, dtype=torch.complex64), torch.zeros(3, dtype=torch.long),
                     [[1, 2]]):  # fmt: skip
         assert not is_token_ids(not_ids)
+
+
+class _PrivateSyntaxError(SyntaxError):
+    """Like Python 3.13's _IncompleteInputError: a private class under a public error."""
+
+
+class _EvenMorePrivate(_PrivateSyntaxError):
+    pass
+
+
+def test_error_name_is_the_first_public_class_up_the_mro():
+    assert error_name(KeyError("k")) == error_name(KeyError) == "KeyError"
+    assert error_name(_PrivateSyntaxError("incomplete input")) == "SyntaxError"
+    assert error_name(_EvenMorePrivate) == "SyntaxError"
+    # a name as a kernel reports it: public as it is, private looked up among the builtins
+    assert error_name("NameError") == "NameError"
+    assert error_name("_NotABuiltin") == "_NotABuiltin"  # nothing to go up: said as it came
+    assert error_name("_IncompleteInputError") == (
+        "SyntaxError" if sys.version_info >= (3, 13) else "_IncompleteInputError"
+    )
+
+
+def test_error_name_of_the_private_errors_python_and_numpy_really_raise():
+    import numpy as np
+
+    with pytest.raises(TypeError) as caught:
+        np.add(np.array(["a"]), 1)  # numpy raises its private _UFuncNoLoopError
+    assert error_name(caught.value) == "UFuncTypeError"
+    if sys.version_info >= (3, 13):  # codeop's flag: an unfinished input is its own class
+        with pytest.raises(SyntaxError) as caught:
+            compile("x = (1,", "cell", "exec", flags=0x4000)  # PyCF_ALLOW_INCOMPLETE_INPUT
+        assert type(caught.value).__name__ == "_IncompleteInputError"
+        assert error_name(caught.value) == "SyntaxError"

@@ -35,7 +35,7 @@ from pathlib import Path
 
 import torch
 
-from course.utils import use_threads
+from course.utils import error_name, use_threads
 
 
 class Verdict(int):
@@ -124,7 +124,7 @@ def exercise(name: str) -> Callable[[Callable[..., str]], Callable[..., Verdict]
             except Exception as error:  # a bug in the checker itself: still never raise
                 where = traceback.extract_tb(error.__traceback__)[-1]
                 print(
-                    f"❌ {name}: the checker stopped on an unexpected {type(error).__name__}: "
+                    f"❌ {name}: the checker stopped on an unexpected {error_name(error)}: "
                     f"{error} ({where.filename}:{where.lineno}). Please report this."
                 )
                 return FAILED
@@ -272,7 +272,7 @@ def call(candidate, *args, names: tuple[str, ...] = (), hints: Hints = None, **k
     except NotImplementedError as error:
         raise NotImplementedYet(_stub_culprit(error, candidate)) from None
     except Exception as error:
-        message = f"on inputs {describe(**named)} your code raised {type(error).__name__}: {error}"
+        message = f"on inputs {describe(**named)} your code raised {error_name(error)}: {error}"
         hint = _hint(error, hints)
         raise Mistake(then(message, hint)) from None
     for original, copy in zip(originals, copies, strict=True):
