@@ -40,6 +40,8 @@ import jupytext
 import nbformat
 from nbclient import NotebookClient
 
+from course import colab, links
+
 ROOT = Path(__file__).resolve().parents[1]
 BEGIN, END = "### BEGIN SOLUTION", "### END SOLUTION"
 STUB = ("# YOUR CODE HERE", "raise NotImplementedError")
@@ -167,8 +169,12 @@ def read_lesson(source: Path):
     return nb
 
 
-def learner_notebook(lesson, values: dict[str, str] | None = None):
-    """Answers stubbed, outputs cleared, prose fields filled with `values` (from the run)."""
+COLAB_BADGE = "https://colab.research.google.com/assets/colab-badge.svg"
+
+
+def learner_notebook(lesson, values: dict[str, str] | None = None, root: Path = ROOT):
+    """Answers stubbed, outputs cleared, prose fields filled with `values` (from the run),
+    and Colab's two additions (`add_colab`), made from `root`'s pyproject.toml."""
     nb = fill(lesson, values or {})
     for i, cell in enumerate(nb.cells):
         if cell.cell_type == "code":
@@ -176,8 +182,26 @@ def learner_notebook(lesson, values: dict[str, str] | None = None):
                 cell.source, where=f"{nb.metadata.course.source}, cell {i}"
             )
             cell.outputs, cell.execution_count = [], None
+    add_colab(nb, root)
     nb.metadata.course["fingerprint"] = fingerprint(nb)
     return nb
+
+
+def add_colab(nb, root: Path = ROOT) -> None:
+    """What a learner notebook needs to open in Google Colab: an "Open in Colab" link under
+    the first markdown cell's first line (only where pyproject.toml sets the repository's
+    address, course.links), and before the first code cell the cell that installs the
+    course there (course.colab.install_cell; it does nothing outside Colab)."""
+    notebook = f"notebooks/{Path(nb.metadata.course.source).stem}.ipynb"
+    url = links.colab_url(notebook, root)
+    markdown = next((c for c in nb.cells if c.cell_type == "markdown"), None)
+    if url is not None and markdown is not None:
+        first, _, rest = markdown.source.partition("\n")
+        badge = f"[![Open In Colab]({COLAB_BADGE})]({url})"
+        markdown.source = f"{first}\n\n{badge}" + (f"\n{rest}" if rest else "")
+    first_code = next((i for i, c in enumerate(nb.cells) if c.cell_type == "code"), len(nb.cells))
+    install = colab.install_cell(links.install_spec(root))
+    nb.cells.insert(first_code, nbformat.v4.new_code_cell(install, id="colab-install"))
 
 
 def solution_notebook(lesson, workdir: Path, timeout: int = 600):
@@ -267,7 +291,7 @@ def build(
             values = solution.metadata.course.filled
         else:
             values = recorded_values(solutions_dir / f"{source.stem}.ipynb")
-        learner = learner_notebook(lesson, values)
+        learner = learner_notebook(lesson, values, root)
         target = notebooks_dir / f"{source.stem}.ipynb"
         if not edited_by_hand(target):
             write(learner, target)
@@ -315,7 +339,8 @@ def staleness(source: Path, root: Path = ROOT) -> list[str]:
     if not learner_path.exists():
         problems.append(f"{learner_path.relative_to(root)} is missing")
     elif (
-        learner_path.read_text(encoding="utf-8") != nbformat.writes(learner_notebook(lesson)) + "\n"
+        learner_path.read_text(encoding="utf-8")
+        != nbformat.writes(learner_notebook(lesson, root=root)) + "\n"
     ):
         problems.append(
             f"{learner_path.relative_to(root)} differs from what {source.name} generates"

@@ -40,8 +40,9 @@ every core: on a machine that other work shares, fewer threads wait less for eac
 the lines around the table say all three.
 `--quick` runs tiny sizes in seconds (a smoke test, tests/test_bench.py): its numbers mean
 nothing. `--compile` adds a row with torch.compile(ours, fused): it compiles C++ on the
-first call (minutes on a small CPU) and needs a C++ compiler. `--device cuda` runs every
-training row on the GPU (each timed call ends with torch.cuda.synchronize), `--bf16` runs
+first call (minutes on a small CPU) and needs a C++ compiler. `--device cuda` (or `mps`, or
+`auto`: CUDA, then Apple's MPS, then the CPU) runs every training row on the GPU (each timed
+call ends with course.utils.synchronize), `--bf16` runs
 their forward passes and losses under bf16 autocast (torch.autocast); the attention and
 decoding rows run on the same device.
 """
@@ -69,6 +70,8 @@ from course.masking import causal_mask, to_torch_attn_mask
 from course.positional import PositionalEncoding, TokenEmbedding
 from course.train import ADAM_BETAS, ADAM_EPS, ADAM_FOREACH
 from course.transformer import Transformer, load_transformer
+from course.utils import device as pick_device
+from course.utils import synchronize
 
 PAD, BOS = 0, 1
 # Sizes that represent real use: the paper's base layer (d_model 512, 8 heads, d_ff 2048),
@@ -190,10 +193,10 @@ def make_optimizer(model: nn.Module) -> torch.optim.Adam:
 def make_step(model: nn.Module, batch, bf16: bool = False) -> Callable[[], None]:
     """One training step of `model` on `batch`, as course.train takes it: forward, the
     label-smoothed cross-entropy (both under bf16 autocast when bf16), backward, Adam.
-    On a GPU the step waits for the device to finish (torch.cuda.synchronize), so that a
+    On a GPU the step waits for the device to finish (course.utils.synchronize), so that a
     clock around it measures the work, not the launch."""
     src, tgt_in, tgt_out = batch
-    on_gpu = src.device.type == "cuda"
+    on_gpu = src.device.type != "cpu"
     model.train()
     optimizer = make_optimizer(model)
     criterion = nn.CrossEntropyLoss(label_smoothing=LABEL_SMOOTHING, ignore_index=PAD)
@@ -206,7 +209,7 @@ def make_step(model: nn.Module, batch, bf16: bool = False) -> Callable[[], None]
         loss.backward()
         optimizer.step()
         if on_gpu:
-            torch.cuda.synchronize(src.device)
+            synchronize(src.device)
 
     return step
 
@@ -265,8 +268,8 @@ def training_rows(
     a, b = (torch.randn(n, n, generator=gen).to(device) for _ in range(2))  # (n, n) each
     dtype = torch.bfloat16 if bf16 else a.dtype  # the matmul at the rate the step runs at
     a, b = a.to(dtype), b.to(dtype)
-    if torch.device(device).type == "cuda":
-        fns["matmul"] = lambda: (a @ b, torch.cuda.synchronize(device))  # 2 n^3 FLOPs
+    if torch.device(device).type != "cpu":
+        fns["matmul"] = lambda: (a @ b, synchronize(device))  # 2 n^3 FLOPs
     else:
         fns["matmul"] = lambda: a @ b  # (n, n) @ (n, n): 2 n^3 FLOPs
     times = interleaved(fns, sizes["repeats"], sizes["warmup"])
@@ -560,18 +563,17 @@ def main(argv: list[str] | None = None) -> list[Row]:
                         help="torch threads (default: every core, os.cpu_count())")  # fmt: skip
     parser.add_argument("--compile", action="store_true",
                         help="add a torch.compile row (compiles C++ first: minutes)")  # fmt: skip
-    parser.add_argument("--device", default="cpu", help="cpu (default) or cuda: where to run")
+    parser.add_argument("--device", default="cpu",
+                        help="cpu (default), auto (CUDA, else Apple's MPS), cuda, mps")  # fmt: skip
     parser.add_argument("--bf16", action="store_true",
                         help="training steps under bf16 autocast (torch.autocast)")  # fmt: skip
     args = parser.parse_args(argv)
     if args.threads is not None and args.threads < 1:
         parser.error(f"--threads must be a positive int, got {args.threads}")
     try:
-        device = torch.device(args.device)
-    except RuntimeError:
-        parser.error(f"--device must name a device such as cpu or cuda, got {args.device!r}")
-    if device.type == "cuda" and not torch.cuda.is_available():
-        parser.error("--device cuda: no CUDA GPU is visible to torch on this machine")
+        device = pick_device(args.device)  # auto: CUDA, then Apple's MPS, then the CPU
+    except ValueError as error:
+        parser.error(f"--device {error}")
     rows = run(args.quick, args.threads, args.compile, device=str(device), bf16=args.bf16)
     if not all(math.isfinite(row.ratio) and row.ratio > 0 for row in rows):
         raise SystemExit("a ratio is not a positive finite number: see the table")

@@ -143,7 +143,31 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--seed", type=int, default=0, help="seeds the draws (default 0)")
     parser.add_argument("--max-new-tokens", type=int, default=30, help="default 30 pieces")
     parser.add_argument("--samples", type=int, default=1, help="continuations (default 1)")
+    parser.add_argument(
+        "--device", default="cpu", help="cpu (default), auto (CUDA, else Apple's MPS), cuda, mps"
+    )
     return parser.parse_args(argv)
+
+
+def _choose_device(name: str) -> torch.device:
+    from course.utils import device
+
+    try:
+        return device(name)
+    except ValueError as error:
+        raise GenerateError(f"--device {error}") from None
+
+
+def _checked(device: torch.device, model, vocab, prompt: str) -> torch.device:
+    """`device`, or the CPU where it is Apple's MPS and the model's loss on the prompt there
+    is not the CPU's (course.utils.mps_checked)."""
+    if device.type != "mps":
+        return device
+    from course import lm
+    from course.utils import mps_checked
+
+    ids = torch.tensor([encode_prompt(vocab, prompt)])  # (1, T0)
+    return mps_checked(device, model, lm.lm_loss, ids)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -153,7 +177,9 @@ def main(argv: list[str] | None = None) -> int:
                        args.samples)  # fmt: skip
         if not args.prompt.strip():  # said before the (slower) checkpoint is read
             raise GenerateError(EMPTY_PROMPT)
+        device = _choose_device(args.device)
         model, vocab = load(args.checkpoint)
+        model = model.to(_checked(device, model, vocab, args.prompt))
         texts = continuations(
             model, vocab, args.prompt, args.temperature, args.top_k, args.top_p, args.seed,
             args.max_new_tokens, args.samples,

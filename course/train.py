@@ -82,7 +82,8 @@ from tqdm import tqdm
 from course.data import BOS_ID, EOS_ID, PAD_ID, TASKS, load_task, make_batches
 from course.decoding import greedy_decode
 from course.transformer import Transformer
-from course.utils import course_threads, seed_everything, use_threads
+from course.utils import course_threads, mps_checked, seed_everything, use_threads
+from course.utils import device as _device
 from course.utils import write_atomically as _write_atomically
 
 # Adam's moments as in the paper (section 5.3): beta2 = 0.98 instead of the usual 0.999
@@ -361,6 +362,21 @@ class TrainingLog:
         return self._read
 
 
+def translation_loss(model: nn.Module, batch, criterion: nn.Module) -> torch.Tensor:
+    """criterion(model(src, tgt_in), tgt_out) over every target position: the loss a
+    training step takes, teacher-forced, for a batch (src, tgt_in, tgt_out)."""
+    src, tgt_in, tgt_out = batch
+    logits = model(src, tgt_in)  # (B, T_tgt, V)
+    return criterion(logits.flatten(0, 1), tgt_out.flatten())  # (B*T_tgt, V), (B*T_tgt,)
+
+
+def checked_device(device, model: nn.Module, criterion: nn.Module, batch) -> torch.device:
+    """The device to train on: `device`, or the CPU where `device` is Apple's MPS and the
+    model's loss on `batch` (its first) is not the CPU's (course.utils.mps_checked says so
+    in one line). Call it before moving the model; on any other device it computes nothing."""
+    return mps_checked(device, model, lambda m, b: translation_loss(m, b, criterion), batch)
+
+
 def train_steps(
     model: nn.Module,
     batches: Iterator,
@@ -432,8 +448,7 @@ def train_steps(
         model.train()  # on_step may have evaluated, in eval mode
         src, tgt_in, tgt_out = (t.to(device) for t in next(batches))
         with torch.autocast(torch.device(device).type, dtype=torch.bfloat16, enabled=bf16):
-            logits = model(src, tgt_in)  # (B, T_tgt, V): teacher forcing
-            loss = criterion(logits.flatten(0, 1), tgt_out.flatten())  # (B*T_tgt, V), (B*T_tgt,)
+            loss = translation_loss(model, (src, tgt_in, tgt_out), criterion)  # teacher forcing
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
         if clip_norm > 0:
@@ -794,15 +809,14 @@ def _parse_override(text: str, config: dict) -> tuple[str, object]:
 
 
 def _resolve_device(name: str, processes: Processes) -> torch.device:
-    """The device --device names; with N processes on GPUs, each its own: cuda:LOCAL_RANK."""
-    if name == "auto":
-        name = "cuda" if torch.cuda.is_available() else "cpu"
+    """The device --device names (auto: CUDA, then Apple's MPS, then the CPU; course.utils.
+    device); with N processes on GPUs, each its own: cuda:LOCAL_RANK."""
     try:
-        device = torch.device(name)
-    except RuntimeError:
-        raise UsageError(f"--device: unknown device {name!r} (try auto, cpu, cuda)") from None
-    if device.type == "cuda" and not torch.cuda.is_available():
-        raise UsageError(f"--device {name}: no CUDA GPU is available here (use auto or cpu)")
+        device = _device(name)
+    except ValueError as error:
+        raise UsageError(f"--device {error}") from None
+    if device.type == "mps" and processes.world_size > 1:
+        raise UsageError("--device mps: torchrun's processes cannot share Apple's GPU; use cpu")
     if device.type == "cuda" and processes.world_size > 1:
         if device.index is not None:
             raise UsageError(
@@ -841,7 +855,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     )
     parser.add_argument("--steps", type=int, help="optimizer steps (default: the task's)")
     parser.add_argument("--seed", type=int, default=0, help="seeds data order, init, dropout")
-    parser.add_argument("--device", default="auto", help="auto (cuda if present), cpu, cuda")
+    parser.add_argument(
+        "--device",
+        default="auto",
+        help="auto (CUDA, else Apple's MPS, else the CPU), cpu, cuda, mps",
+    )
     parser.add_argument("--out", type=Path, help="output folder (default: runs/<task>)")
     parser.add_argument(
         "--resume", action="store_true", help="continue from the checkpoint in --out"
@@ -1024,10 +1042,13 @@ def _train_and_evaluate(
         model = build_model(task, config)
     except ValueError as error:  # a setting the model refuses, e.g. --set positions=foo
         raise UsageError(f"the configuration cannot build a model: {error}") from None
+    criterion = nn.CrossEntropyLoss(label_smoothing=config["label_smoothing"], ignore_index=PAD_ID)
+    if device.type == "mps":  # Apple's GPU: its first loss against the CPU's, or the CPU
+        first = next(training_batches(task, config["batch_size"], args.seed, 0, 0))[2]
+        device = checked_device(device, model, criterion, first)
     model = model.to(device)
     processes.seed_own_stream(args.seed)  # after the init, which is the same on every rank
     optimizer, scheduler = build_optimizer(model, config)
-    criterion = nn.CrossEntropyLoss(label_smoothing=config["label_smoothing"], ignore_index=PAD_ID)
     step, epoch, position, losses, train_seconds = 0, 0, 0, [], 0.0
     if checkpoint is not None:
         model.load_state_dict(checkpoint["model"])
@@ -1259,9 +1280,14 @@ def _train_language_model(args: argparse.Namespace, config: dict, device: torch.
             d_ff=config["d_ff"],
             dropout=config["dropout"],
             max_len=max(config["max_len"], data.max_len),
-        ).to(device)
+        )
     except ValueError as error:
         raise UsageError(f"the configuration cannot build a model: {error}") from None
+    criterion = nn.CrossEntropyLoss(ignore_index=PAD_ID)
+    if device.type == "mps":  # Apple's GPU: its first loss against the CPU's, or the CPU
+        first = next(_lm_training_batches(data.train, config["batch_size"], args.seed))
+        device = checked_device(device, _NextToken(model), criterion, first)
+    model = model.to(device)
     out.mkdir(parents=True, exist_ok=True)
     _write_json(out / "config.json", {"task": args.task, "seed": args.seed, **config})
     optimizer = torch.optim.AdamW(
@@ -1276,7 +1302,7 @@ def _train_language_model(args: argparse.Namespace, config: dict, device: torch.
         _NextToken(model),
         _lm_training_batches(data.train, config["batch_size"], args.seed),
         optimizer,
-        nn.CrossEntropyLoss(ignore_index=PAD_ID),
+        criterion,
         config["steps"],
         scheduler=scheduler,
         clip_norm=config["clip_norm"],

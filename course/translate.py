@@ -161,6 +161,29 @@ def save_attention(translation: Translation, path: Path | str) -> None:
     plt.close(ax.figure)
 
 
+def _choose_device(name: str) -> torch.device:
+    from course.utils import device
+
+    try:
+        return device(name)
+    except ValueError as error:
+        raise TranslateError(f"--device {error}") from None
+
+
+def _checked(device: torch.device, model, task) -> torch.device:
+    """`device`, or the CPU where it is Apple's MPS and the model's loss on the first
+    held-out pairs there is not the CPU's (course.train.checked_device)."""
+    if device.type != "mps":
+        return device
+    from torch import nn
+
+    from course.data import PAD_ID, make_batches
+    from course.train import checked_device
+
+    batch = next(make_batches(task.test[:64], task, 64, shuffle=False))
+    return checked_device(device, model, nn.CrossEntropyLoss(ignore_index=PAD_ID), batch)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m course.translate",
@@ -171,9 +194,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--checkpoint", type=Path, default=Path("runs/fra-eng/checkpoint.pt"))
     parser.add_argument("--beam", type=int, default=1, help="beam size (1: greedy, default)")
     parser.add_argument("--attention", type=Path, help="save the cross-attention map as a PNG")
+    parser.add_argument(
+        "--device", default="cpu", help="cpu (default), auto (CUDA, else Apple's MPS), cuda, mps"
+    )
     args = parser.parse_args(argv)
     try:
+        device = _choose_device(args.device)
         model, task = load(args.checkpoint)
+        model = model.to(_checked(device, model, task))
         result = translate(model, task, args.sentence, beam=args.beam)
         if result.unknown:
             print(

@@ -4,9 +4,12 @@ sees half of it."""
 
 import builtins
 import contextlib
+import copy
+import math
 import os
 import random
 import secrets
+import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -22,9 +25,84 @@ def seed_everything(seed: int = 0) -> None:
     torch.manual_seed(seed)
 
 
-def device() -> torch.device:
-    """The GPU when there is one, else the CPU. Nothing in the course needs a GPU."""
-    return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+def mps_available() -> bool:
+    """Whether Apple's GPU (Metal Performance Shaders, MPS) is here for torch to use."""
+    mps = getattr(torch.backends, "mps", None)
+    return bool(mps is not None and mps.is_available())
+
+
+def device(name: str | torch.device = "auto") -> torch.device:
+    """The device `name` names, once it is known to be here. "auto" takes an NVIDIA GPU
+    (CUDA) when there is one, else Apple's GPU (MPS), else the CPU. Nothing in the course
+    needs a GPU. ValueError for a name torch does not know, or a GPU that is not here."""
+    if name == "auto":
+        if torch.cuda.is_available():
+            return torch.device("cuda")
+        return torch.device("mps" if mps_available() else "cpu")
+    try:
+        chosen = torch.device(name)
+    except (RuntimeError, TypeError):
+        raise ValueError(f"{name}: unknown device (try auto, cpu, cuda, mps)") from None
+    if chosen.type == "cuda" and not torch.cuda.is_available():
+        raise ValueError(f"{name}: no CUDA GPU is available here (use auto or cpu)")
+    if chosen.type == "mps" and not mps_available():
+        raise ValueError(f"{name}: Apple's MPS is not available here (use auto or cpu)")
+    return chosen
+
+
+def synchronize(device: torch.device | str) -> None:
+    """Wait until `device` has finished the work queued on it (a GPU runs it later than
+    the Python that asked for it); nothing to wait for on the CPU."""
+    device = torch.device(device)
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+    elif device.type == "mps":
+        torch.mps.synchronize()
+
+
+# How far the first loss on Apple's GPU may be from the CPU's before the course trusts the
+# CPU instead. The same weights and the same batch in float32 differ only in the order of
+# their sums: about 1e-6 of the loss. 1e-3 leaves room for a device that multiplies in
+# lower precision, and is thousands of times smaller than the failures reported on MPS
+# (LLMs-from-scratch #791: a loss of 19.9 where the CPU gave 3.8).
+MPS_RTOL = 1e-3
+
+
+def mps_checked(
+    device: torch.device | str,
+    model: torch.nn.Module,
+    loss_fn: Callable,
+    batch,
+    rtol: float = MPS_RTOL,
+    say: Callable[[str], object] | None = None,
+) -> torch.device:
+    """`device`, unless it is Apple's MPS and the model's loss on `batch` there is not the
+    CPU's: then one line (on stderr, or to `say`) says so, and the CPU is returned.
+
+    loss_fn(model, batch) -> a 0-d loss. The model is copied to each device in eval mode
+    (no dropout: both see the same network) and left as it is; on any other device than
+    MPS nothing is computed."""
+    device = torch.device(device)
+    if device.type != "mps":
+        return device
+    on_device = _loss_on(model, loss_fn, batch, device)
+    on_cpu = _loss_on(model, loss_fn, batch, torch.device("cpu"))
+    if math.isfinite(on_device) and math.isclose(on_device, on_cpu, rel_tol=rtol):
+        return device
+    message = (
+        f"{device} gave a loss of {on_device:.4f} on the first batch where the CPU gives "
+        f"{on_cpu:.4f} (same weights, same batch): using the CPU instead"
+    )
+    (say or (lambda text: print(text, file=sys.stderr)))(message)
+    return torch.device("cpu")
+
+
+@torch.no_grad()
+def _loss_on(model: torch.nn.Module, loss_fn: Callable, batch, where: torch.device) -> float:
+    """loss_fn on a copy of `model` and of `batch` on `where`, in eval mode, as a float."""
+    copy_ = copy.deepcopy(model).to(where).eval()
+    moved = batch.to(where) if torch.is_tensor(batch) else type(batch)(t.to(where) for t in batch)
+    return float(loss_fn(copy_, moved))
 
 
 # The thread policy: one CPU thread, unless you say otherwise. The course's tensors are

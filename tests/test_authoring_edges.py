@@ -209,10 +209,11 @@ def test_learner_notebook_stubs_code_only_and_leaves_the_lesson_alone(root):
     learner = authoring.learner_notebook(lesson)
     assert nbformat.writes(lesson) == before
     assert learner.cells[0].source == lesson.cells[0].source
-    assert learner.cells[1].source == (
+    assert learner.cells[1].id == "colab-install"  # before the first code cell (test_colab.py)
+    assert learner.cells[2].source == (
         "def double(x):\n    # YOUR CODE HERE\n    raise NotImplementedError\n"
     ).rstrip("\n")
-    assert learner.cells[2].outputs == [] and learner.cells[2].execution_count is None
+    assert learner.cells[3].outputs == [] and learner.cells[3].execution_count is None
     assert learner.metadata.course.fingerprint == authoring.fingerprint(learner)
 
 

@@ -95,3 +95,26 @@ def test_the_command_line_exits_2_without_a_traceback(tmp_path):
     )  # fmt: skip
     assert result.returncode == 2 and "Traceback" not in result.stderr
     assert "--top-p must be in (0, 1]" in result.stderr
+
+
+def test_device_mps_whose_loss_is_wrong_generates_on_the_cpu(checkpoint, capsys, monkeypatch):
+    """--device: a device that is not here is refused; on "MPS" (the CPU, its loss
+    perturbed: tests/test_device.py) the model's loss on the prompt is compared with the
+    CPU's, and a wrong one sends the generation to the CPU, said in one line."""
+    from course import utils
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    status, out, err = run(capsys, checkpoint, "--prompt", "I am", "--device", "cuda")
+    assert status == 2 and "--device cuda: no CUDA GPU is available here" in err
+    status, on_cpu, _ = run(capsys, checkpoint, "--prompt", "I am", "--samples", "2")
+    real = utils._loss_on
+
+    def loss_on(model, loss_fn, batch, where):
+        return real(model, loss_fn, batch, torch.device("cpu")) * (5 if where.type == "mps" else 1)
+
+    monkeypatch.setattr(utils, "mps_available", lambda: True)
+    monkeypatch.setattr(utils, "_loss_on", loss_on)
+    status, out, err = run(capsys, checkpoint, "--prompt", "I am", "--samples", "2",
+                           "--device", "auto")  # fmt: skip
+    assert status == 0 and out == on_cpu
+    assert "mps gave a loss of" in err and "using the CPU instead" in err

@@ -9,7 +9,7 @@ import pytest
 import torch
 from torch import nn
 
-from course import bench
+from course import bench, utils
 from course.layers import LayerNorm
 from course.multihead import MultiHeadAttention
 
@@ -151,20 +151,30 @@ def test_course_size_rows_time_both_models_against_torch(monkeypatch):
 @pytest.mark.parametrize(
     "argv, message",
     [
-        (
-            ["--device", "nonsense"],
-            "--device must name a device such as cpu or cuda, got 'nonsense'",
-        ),
-        (["--device", "cuda"], "--device cuda: no CUDA GPU is visible to torch on this machine"),
+        (["--device", "nonsense"], "--device nonsense: unknown device (try auto, cpu, cuda, mps)"),
+        (["--device", "cuda"], "--device cuda: no CUDA GPU is available here (use auto or cpu)"),
+        (["--device", "mps"], "--device mps: Apple's MPS is not available here (use auto or cpu)"),
     ],
 )
 def test_bench_refuses_a_device_it_cannot_use(monkeypatch, capsys, argv, message):
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    monkeypatch.setattr(utils, "mps_available", lambda: False)
     monkeypatch.setattr(bench, "run", lambda *a, **k: pytest.fail("ran"))
     with pytest.raises(SystemExit) as exit_:
         bench.main(argv)
     assert exit_.value.code == 2
     assert capsys.readouterr().err.splitlines()[-1] == f"python -m course.bench: error: {message}"
+
+
+@pytest.mark.parametrize("cuda, mps, want", [(True, True, "cuda"), (False, True, "mps"),
+                                             (False, False, "cpu")])  # fmt: skip
+def test_bench_device_auto_takes_cuda_then_mps_then_the_cpu(monkeypatch, cuda, mps, want):
+    calls = []
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: cuda)
+    monkeypatch.setattr(utils, "mps_available", lambda: mps)
+    monkeypatch.setattr(bench, "run", lambda *a, **k: calls.append(k["device"]) or [])
+    bench.main(["--quick", "--device", "auto"])
+    assert calls == [want]
 
 
 def test_bench_passes_device_and_bf16_on(monkeypatch):

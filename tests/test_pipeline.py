@@ -171,9 +171,14 @@ def _learner(root):
     return root / "notebooks" / "99_tiny.ipynb"
 
 
+# A learner notebook's cells: the title, Colab's install cell (course.colab), then the
+# lesson's first code cell, where the answer goes.
+ANSWER = 2
+
+
 def _edit(path: Path, text: str) -> None:
     nb = nbformat.read(path, as_version=4)
-    nb.cells[1].source = text
+    nb.cells[ANSWER].source = text
     nbformat.write(nb, path)
 
 
@@ -185,8 +190,8 @@ def test_build_writes_both_notebooks_and_they_are_current(course_root):
     solution = nbformat.read(course_root / "solutions" / "99_tiny.ipynb", as_version=4)
     assert solution.cells[2].outputs[0]["text"] == "42\n"
     learner = nbformat.read(_learner(course_root), as_version=4)
-    assert "raise NotImplementedError" in learner.cells[1].source
-    assert "return 2 * x" not in learner.cells[1].source
+    assert "raise NotImplementedError" in learner.cells[ANSWER].source
+    assert "return 2 * x" not in learner.cells[ANSWER].source
     assert any("wrote notebooks/99_tiny.ipynb" in s for s in said)
 
 
@@ -210,7 +215,7 @@ def test_learner_edits_stay_in_place_when_the_lesson_did_not_change(course_root)
     _edit(_learner(course_root), "def double(x):\n    return x + x  # my answer")
     said = []
     authoring.build(course_root, execute=False, say=said.append)
-    assert "my answer" in nbformat.read(_learner(course_root), as_version=4).cells[1].source
+    assert "my answer" in nbformat.read(_learner(course_root), as_version=4).cells[ANSWER].source
     assert any("has your edits" in s and "left as it is" in s for s in said)
     assert not (course_root / "notebooks" / "backups").exists()
 
@@ -226,10 +231,10 @@ def test_learner_edits_are_backed_up_before_a_changed_lesson_replaces_them(cours
     backups = list((course_root / "notebooks" / "backups").glob("99_tiny.*.ipynb"))
     assert len(backups) == 1
     kept = nbformat.read(backups[0], as_version=4)
-    assert "my answer" in kept.cells[1].source
+    assert "my answer" in kept.cells[ANSWER].source
     assert any(str(backups[0].relative_to(course_root)) in s for s in said)
     fresh = nbformat.read(_learner(course_root), as_version=4)
-    assert "revised" in fresh.cells[0].source and "my answer" not in fresh.cells[1].source
+    assert "revised" in fresh.cells[0].source and "my answer" not in fresh.cells[ANSWER].source
 
 
 def test_unreadable_learner_notebook_is_kept_not_overwritten(course_root):

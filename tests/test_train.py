@@ -289,7 +289,7 @@ def test_an_unknown_task_lists_the_known_ones(capsys):
         (["--set", "norm_first=maybe"], "--set norm_first= expects true or false"),
         (["--set", "dropout=lots"], "--set dropout= expects a number (default 0.1)"),
         (["--steps", "0"], "steps must be at least 1, got 0"),
-        (["--device", "tpu9"], "--device: unknown device 'tpu9'"),
+        (["--device", "tpu9"], "--device tpu9: unknown device (try auto, cpu, cuda, mps)"),
         (
             ["--set", "positions=foo"],  # a traceback, before: the model's ValueError
             "the configuration cannot build a model: positions must be one of 'sinusoidal', "

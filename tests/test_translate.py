@@ -85,3 +85,26 @@ def test_a_bad_beam_or_checkpoint_gets_a_message(checkpoint, tmp_path, capsys):
         translating.load(other)
     metrics = json.loads((checkpoint.parent / "metrics.json").read_text())
     assert metrics["task"] == "fra-eng"
+
+
+def test_device_mps_whose_loss_is_wrong_translates_on_the_cpu(checkpoint, capsys, monkeypatch):
+    """--device: a device that is not here is refused; on "MPS" (the CPU, its loss
+    perturbed: tests/test_device.py) the loss on the first held-out pairs is compared with
+    the CPU's, and a wrong one sends the sentence to the CPU, said in one line."""
+    from course import utils
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    assert main(["--checkpoint", str(checkpoint), "--device", "cuda", "je suis prêt ."]) == 2
+    assert "--device cuda: no CUDA GPU is available here" in capsys.readouterr().err
+    real = utils._loss_on
+
+    def loss_on(model, loss_fn, batch, where):
+        return real(model, loss_fn, batch, torch.device("cpu")) * (5 if where.type == "mps" else 1)
+
+    monkeypatch.setattr(utils, "mps_available", lambda: True)
+    monkeypatch.setattr(utils, "_loss_on", loss_on)
+    assert main(["--checkpoint", str(checkpoint), "--device", "auto", "je suis prêt ."]) == 0
+    out, err = capsys.readouterr()
+    model, task = load(checkpoint)
+    assert out == translate(model, task, "je suis prêt .").text + "\n"
+    assert "mps gave a loss of" in err and "using the CPU instead" in err
