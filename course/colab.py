@@ -19,7 +19,9 @@ torch on a CPU.
 
 from __future__ import annotations
 
+import json
 import os
+import textwrap
 from collections.abc import Callable
 
 from course import __version__
@@ -47,13 +49,20 @@ def install_cell(spec: str | None, version: str = __version__) -> str:
         'if "google.colab" in sys.modules:\n'
     )
     if spec is None:
-        return header + f"    raise RuntimeError({NO_ADDRESS!r})"
+        lines = textwrap.wrap(NO_ADDRESS, 80, drop_whitespace=False)
+        return (
+            header
+            + "    raise RuntimeError(\n"
+            + "".join(f"        {json.dumps(line)}\n" for line in lines)
+            + "    )"
+        )
     return header + (
         "    import subprocess\n\n"
-        f'    subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", {spec!r}], '
+        f"    spec = {json.dumps(spec)}\n"
+        '    subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", spec], '
         "check=True)\n"
         "    from course.colab import setup\n\n"
-        f"    setup({version!r})"
+        f"    setup({json.dumps(version)})"
     )
 
 
