@@ -39,7 +39,9 @@ def _lesson(root, seed=0):
 
 
 def _markdown(path):
-    return nbformat.read(path, as_version=4).cells[2].source
+    """The lesson's second markdown cell (a learner notebook has Colab's cell before it)."""
+    cells = nbformat.read(path, as_version=4).cells
+    return [c for c in cells if c.cell_type == "markdown"][1].source
 
 
 def _expected(seed):
