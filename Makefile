@@ -15,7 +15,7 @@ BENCH_ARGS ?=
 ROOT_ARG := $(if $(filter 0,$(shell id -u 2>/dev/null)),--allow-root)
 
 .DEFAULT_GOAL := help
-.PHONY: help install lab test test-fast notebooks lint train bench progress mutation clean clean-venv
+.PHONY: help install lab test test-fast notebooks lint site train bench progress mutation clean clean-venv
 
 help: ## List every target with one line each
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  make %-11s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -70,6 +70,9 @@ lint: $(STAMP) ## ruff on the package, tests, lesson sources and notebooks
 	$(BIN)/ruff check course tests solutions notebooks
 	$(BIN)/ruff format --check course tests
 
+site: $(STAMP) ## Build the website into build/site/ from the executed notebooks (no execution; offline)
+	$(BIN)/python tools/build_site.py
+
 train: $(STAMP) ## Train the Transformer on lesson 09's task, print its held-out scores (~1 min on 2 cores)
 	$(BIN)/python -m course.train --task toy-translation $(TRAIN_ARGS)
 
@@ -82,7 +85,7 @@ progress: $(STAMP) ## Run your notebooks (copies, headless) and list every exerc
 mutation: $(STAMP) ## Mutation score of `course` by tools/mutation.py (slow: minutes per module)
 	$(BIN)/python tools/mutation.py $(MODULES)
 
-clean: ## Remove caches and build leftovers (never notebooks or your work; keeps .venv)
+clean: ## Remove caches and build leftovers, the website in build/ too (never notebooks or your work; keeps .venv)
 	rm -rf .pytest_cache .ruff_cache build *.egg-info
 	find course tests -name __pycache__ -type d -prune -exec rm -rf {} +
 

@@ -1,0 +1,375 @@
+"""`make site` (tools/build_site.py): the course as a website, built from the committed,
+executed solution notebooks without running them (issue 34).
+
+The site is built once per test session, from a fresh copy of the repository's files (what a
+clone of this working tree holds: tracked files and new ones git does not ignore, no build
+output, no .venv) into a temporary folder, and timed. Then every page is parsed: its links and
+images resolve inside the site, nothing is loaded from another host, every lesson is there
+with its figures and math, and no exercise's answer shows unless its toggle is opened.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import re
+import shutil
+import subprocess
+import sys
+import time
+from html.parser import HTMLParser
+from pathlib import Path
+from urllib.parse import unquote, urlsplit
+
+import nbformat
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+BUILD_LIMIT_S = 120
+
+_spec = importlib.util.spec_from_file_location("build_site", ROOT / "tools" / "build_site.py")
+build_site = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(build_site)
+
+ANSWER_TAG = build_site.ANSWER_TAG
+LESSONS = sorted(p.stem for p in (ROOT / "solutions").glob("[0-9][0-9]_*.ipynb"))
+
+
+# --- the build, once -----------------------------------------------------------------------
+
+
+def _fresh_copy(target: Path) -> Path:
+    """The files a clone of this working tree would hold, copied to `target`."""
+    listed = subprocess.run(
+        ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+        cwd=ROOT,
+        capture_output=True,
+        check=True,
+    ).stdout.decode()
+    for name in filter(None, listed.split("\0")):
+        source = ROOT / name
+        if source.is_file():  # a tracked file deleted in the working tree is not copied
+            (target / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(source, target / name)
+    return target
+
+
+@pytest.fixture(scope="session")
+def site(tmp_path_factory):
+    """(the built site's folder, seconds the build took, its stdout, its stderr)."""
+    clone = _fresh_copy(tmp_path_factory.mktemp("site-clone"))
+    out = clone / "build" / "site"
+    start = time.perf_counter()
+    run = subprocess.run(
+        [sys.executable, "tools/build_site.py", "--out", str(out)],
+        cwd=clone,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    seconds = time.perf_counter() - start
+    assert run.returncode == 0, run.stdout + run.stderr
+    return out, seconds, run.stdout, run.stderr
+
+
+@pytest.fixture(scope="session")
+def pages(site):
+    """{path relative to the site: parsed page} for every HTML file of the site."""
+    out = site[0]
+    return {p.relative_to(out).as_posix(): _parse(p) for p in sorted(out.rglob("*.html"))}
+
+
+# --- parsing -------------------------------------------------------------------------------
+
+
+class Page(HTMLParser):
+    """What the tests read from one HTML page: its ids, every URL it references (with the
+    tag and rel), its inline styles, and its text inside and outside <details> elements."""
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.ids: set[str] = set()
+        self.refs: list[tuple[str, str, str, str]] = []  # (tag, attribute, rel, url)
+        self.styles: list[str] = []
+        self.outside: list[str] = []  # text not inside any <details>
+        self.inside: list[str] = []  # text inside a <details>
+        self.details: list[dict] = []  # each <details>: its attributes and summary text
+        self.images: list[str] = []
+        self.math = 0
+        # each answer cell's code (myst-nb's div.cell_input inside the div that carries the
+        # answer's tag as a class): True where it sits inside a <details>
+        self.answer_inputs: list[bool] = []
+        self._divs: list[bool] = []  # open <div>s: does each carry the answer's tag?
+        self._depth = 0  # <details> nesting
+        self._in_style = False
+        self._in_summary = False
+
+    def handle_starttag(self, tag, attrs):
+        a = {k: v or "" for k, v in attrs}
+        if "id" in a:
+            self.ids.add(a["id"])
+        if tag == "a" and "name" in a:
+            self.ids.add(a["name"])
+        for attribute in ("href", "src"):
+            if attribute in a:
+                self.refs.append((tag, attribute, a.get("rel", ""), a[attribute]))
+        if "style" in a:
+            self.styles.append(a["style"])
+        if tag == "img":
+            self.images.append(a.get("src", ""))
+        classes = a.get("class", "").split()
+        if "math" in classes:
+            self.math += 1
+        if tag == "div":
+            self._divs.append(f"tag_{ANSWER_TAG}" in classes)
+        if "cell_input" in classes and any(self._divs):
+            self.answer_inputs.append(self._depth > 0)
+        if tag == "style":
+            self._in_style = True
+        if tag == "details":
+            self._depth += 1
+            self.details.append({"attrs": a, "summary": ""})
+        if tag == "summary":
+            self._in_summary = True
+
+    def handle_endtag(self, tag):
+        if tag == "div" and self._divs:
+            self._divs.pop()
+        if tag == "style":
+            self._in_style = False
+        if tag == "details":
+            self._depth -= 1
+        if tag == "summary":
+            self._in_summary = False
+
+    def handle_data(self, data):
+        if self._in_style:
+            self.styles.append(data)
+            return
+        if self._in_summary and self.details:
+            self.details[-1]["summary"] += data
+        (self.inside if self._depth else self.outside).append(data)
+
+
+def _parse(path: Path) -> Page:
+    page = Page()
+    page.feed(path.read_text(encoding="utf-8"))
+    return page
+
+
+def _text(chunks: list[str]) -> str:
+    """The chunks as one string, every run of white space one space."""
+    return " ".join("".join(chunks).split())
+
+
+def _is_external(url: str) -> bool:
+    """Another host: a scheme other than data:, or a protocol-relative //host/ URL."""
+    parts = urlsplit(url.strip())
+    return bool(parts.netloc) or (parts.scheme not in ("", "data"))
+
+
+CSS_URL = re.compile(r"""@import\s+(?:url\()?\s*['"]?([^'")\s;]+)|url\(\s*['"]?([^'")]+)""")
+
+
+def _css_urls(css: str) -> list[str]:
+    return [a or b for a, b in CSS_URL.findall(css)]
+
+
+# --- the tests -----------------------------------------------------------------------------
+
+
+def test_the_site_builds_quietly_from_a_fresh_copy_in_under_two_minutes(site):
+    out, seconds, stdout, stderr = site
+    assert seconds < BUILD_LIMIT_S, f"the site took {seconds:.0f} s to build"
+    assert stderr == "", stderr
+    assert re.fullmatch(r"wrote \S+index\.html: 12 lessons, built in \d+ s\n", stdout), stdout
+    assert (out / "index.html").is_file() and (out / "docs" / "index.html").is_file()
+
+
+def test_every_internal_link_and_image_resolves(site, pages):
+    out = site[0]
+    broken = []
+    for name, page in pages.items():
+        for tag, attribute, _, url in page.refs:
+            if _is_external(url) or url.startswith(("mailto:", "javascript:")):
+                continue
+            parts = urlsplit(url)
+            target = (out / name).parent / unquote(parts.path) if parts.path else out / name
+            target = target.resolve()
+            if not target.is_file():
+                broken.append(f"{name}: <{tag} {attribute}={url!r}>: no file")
+                continue
+            fragment = unquote(parts.fragment)
+            if fragment and target.suffix == ".html":
+                ids = pages[target.relative_to(out.resolve()).as_posix()].ids
+                if fragment not in ids:
+                    broken.append(f"{name}: <{tag} {attribute}={url!r}>: no id {fragment!r}")
+    assert not broken, "\n".join(broken)
+
+
+def test_no_page_loads_a_script_style_or_font_from_another_host(site, pages):
+    out = site[0]
+    found = []
+    for name, page in pages.items():
+        for tag, attribute, rel, url in page.refs:
+            if tag == "a":
+                continue  # a link a reader follows, not something the page loads
+            if _is_external(url):
+                found.append(f"{name}: <{tag} {attribute}={url!r} rel={rel!r}>")
+        for style in page.styles:
+            found += [f"{name}: style url {u!r}" for u in _css_urls(style) if _is_external(u)]
+    for css in sorted(out.rglob("*.css")):
+        urls = _css_urls(css.read_text(encoding="utf-8", errors="replace"))
+        found += [f"{css.relative_to(out)}: {u!r}" for u in urls if _is_external(u)]
+    assert not found, "\n".join(found)
+    mathjax = out / "_static" / "mathjax"
+    assert (mathjax / "tex-chtml.js").is_file()
+    assert (
+        mathjax / "output" / "chtml" / "fonts" / "woff-v2" / "MathJax_Main-Regular.woff"
+    ).is_file()
+
+
+@pytest.mark.parametrize("lesson", LESSONS)
+def test_every_lesson_is_a_page_with_its_figures_math_and_learner_notebook(site, pages, lesson):
+    out = site[0]
+    name = f"solutions/{lesson}.html"
+    assert name in pages, f"no page for lesson {lesson}"
+    page = pages[name]
+    nb = nbformat.read(ROOT / "solutions" / f"{lesson}.ipynb", as_version=4)
+    title = nb.cells[0].source.splitlines()[0].lstrip("# ").strip()
+    assert title in "".join(page.outside), f"{name} lacks its title {title!r}"
+    figures = sum(
+        "image/png" in o.get("data", {})
+        for c in nb.cells
+        if c.cell_type == "code"
+        for o in c.get("outputs", [])
+    )
+    shown = [src for src in page.images if "_images/" in src]
+    assert len(shown) >= figures, f"{name}: {len(shown)} figures of the notebook's {figures}"
+    assert all((out / "solutions" / unquote(src)).resolve().is_file() for src in shown)
+    has_math = any(c.cell_type == "markdown" and "$" in c.source for c in nb.cells)
+    if has_math:
+        assert page.math > 0, f"{name}: no math elements"
+        scripts = [url for tag, _, _, url in page.refs if tag == "script"]
+        assert "../_static/mathjax/tex-chtml.js" in scripts
+    downloads = [u for tag, _, _, u in page.refs if tag == "a" and u.endswith(f"{lesson}.ipynb")]
+    assert len(downloads) == 1, f"{name}: links to its learner notebook {downloads}"
+    learner = (out / "solutions" / unquote(downloads[0])).resolve()
+    clone = out.parent.parent  # the learner notebook as committed, in the fresh copy
+    assert learner.read_bytes() == (clone / "notebooks" / f"{lesson}.ipynb").read_bytes()
+    assert build_site.BEGIN not in learner.read_text(encoding="utf-8")
+
+
+def _answers(lesson: str) -> list[list[str]]:
+    """Each exercise's answer lines (between the markers) in the solution notebook."""
+    nb = nbformat.read(ROOT / "solutions" / f"{lesson}.ipynb", as_version=4)
+    found = []
+    for cell in nb.cells:
+        if cell.cell_type != "code" or build_site.BEGIN not in cell.source:
+            continue
+        inside, lines = False, []
+        for line in cell.source.splitlines():
+            if line.strip() == build_site.BEGIN:
+                inside = True
+            elif line.strip() == build_site.END:
+                inside = False
+            elif inside and line.strip():
+                lines.append(line.strip())
+        found.append(lines)
+    return found
+
+
+@pytest.mark.parametrize("lesson", LESSONS)
+def test_each_answer_is_hidden_behind_a_closed_show_the_answer_toggle(pages, lesson):
+    page = pages[f"solutions/{lesson}.html"]
+    answers = _answers(lesson)
+    assert answers, f"lesson {lesson} has no exercise"
+    toggles = [d for d in page.details if build_site.SHOW_ANSWER in d["summary"]]
+    assert len(toggles) == len(answers), (len(toggles), len(answers))
+    assert all("open" not in d["attrs"] for d in toggles), "an answer's toggle starts open"
+    assert page.answer_inputs == [True] * len(answers), "an answer's code outside <details>"
+    outside, inside = _text(page.outside), _text(page.inside)
+    # Lines that the learner notebook or the lesson's other cells show anyway are no secret.
+    learner = nbformat.read(ROOT / "notebooks" / f"{lesson}.ipynb", as_version=4)
+    solution = nbformat.read(ROOT / "solutions" / f"{lesson}.ipynb", as_version=4)
+    others = [c.source for c in solution.cells if build_site.BEGIN not in c.source]
+    exercise = _text([c.source + "\n" for c in learner.cells] + others)
+    for lines in answers:
+        secret = [" ".join(line.split()) for line in lines]
+        secret = [line for line in secret if line not in exercise]
+        assert secret, f"{lesson}: an answer whose every line the learner notebook shows"
+        # (a short line such as `if mask is not None:` may be in the prose too)
+        shown = [line for line in secret if len(line) >= 25 and line in outside]
+        assert not shown, f"{lesson}: answer lines visible without the toggle: {shown}"
+        missing = [line for line in secret if line not in inside]
+        assert not missing, f"{lesson}: answer lines missing from the toggle: {missing}"
+
+
+def test_no_colab_link_while_pyproject_names_no_repository(pages):
+    from course import links
+
+    if links.repository_url(ROOT) is not None:
+        pytest.skip("pyproject.toml names a repository: the pages carry Colab links")
+    for name, page in pages.items():
+        assert not any("colab.research.google.com" in u for *_, u in page.refs), name
+
+
+def test_a_named_repository_gives_each_lesson_an_open_in_colab_link():
+    line = build_site.page_links(ROOT, "03_scaling", "https://github.com/someone/attention")
+    assert "{download}`Download the learner notebook <../notebooks/03_scaling.ipynb>`" in line
+    from course.links import release_ref
+
+    want = (
+        "[Open in Colab](https://colab.research.google.com/github/someone/attention/blob/"
+        f"{release_ref()}/notebooks/03_scaling.ipynb)"
+    )
+    assert want in line
+
+
+def test_staging_is_deterministic(tmp_path):
+    """The same inputs give byte-identical sources for Sphinx (and so the same pages)."""
+    first, second = tmp_path / "a", tmp_path / "b"
+    build_site.stage(ROOT, first)
+    build_site.stage(ROOT, second)
+    files = sorted(p.relative_to(first) for p in first.rglob("*") if p.is_file())
+    assert files == sorted(p.relative_to(second) for p in second.rglob("*") if p.is_file())
+    assert all((first / f).read_bytes() == (second / f).read_bytes() for f in files)
+    staged = nbformat.read(first / "solutions" / "03_scaling.ipynb", as_version=4)
+    answers = [c for c in staged.cells if build_site.ANSWER_TAG in c.metadata.get("tags", [])]
+    assert answers and all(build_site.BEGIN not in c.source for c in answers)
+
+
+def _map_rows(text: str) -> list[list[str]]:
+    """The course map's rows, each cell with Markdown links reduced to their text."""
+    rows = re.findall(r"^\| (\d\d) \|(.*)\|$", text, re.M)
+    unlink = re.compile(r"\[([^\]]*)\]\([^)]*\)")
+    return [[n] + [unlink.sub(r"\1", c).strip() for c in rest.split("|")] for n, rest in rows]
+
+
+def test_the_home_page_and_the_readme_show_the_same_course_map():
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    home = (ROOT / "docs" / "index.md").read_text(encoding="utf-8")
+    assert len(_map_rows(readme)) == len(LESSONS) == 12
+    assert _map_rows(home) == _map_rows(readme)
+    run_all = re.search(r'^"Run All" is how long.*?\n\n', readme, re.S | re.M)
+    assert run_all and run_all.group(0) in home, "the Run All note differs"
+
+
+def test_the_readme_stays_a_front_door_that_links_every_page():
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert len(readme.splitlines()) < 200
+    for page in sorted((ROOT / "docs").glob("*.md")):
+        assert f"](docs/{page.name}" in readme, f"README.md does not link docs/{page.name}"
+    assert "make site" in readme
+
+
+def test_the_build_output_is_ignored_and_never_collected():
+    ignored = subprocess.run(
+        ["git", "check-ignore", "build/site/index.html", "build/site-src/x.ipynb"],
+        capture_output=True,
+        cwd=ROOT,
+    )
+    assert ignored.returncode == 0, "build/ must be git-ignored"
+    pyproject = (ROOT / "pyproject.toml").read_text()
+    testpaths = json.loads(re.search(r"^testpaths\s*=\s*(\[.*\])", pyproject, re.M).group(1))
+    assert not any(p.startswith("build") for p in testpaths)

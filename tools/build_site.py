@@ -1,0 +1,320 @@
+"""Build the course's website from the committed, executed solution notebooks, without
+running them again (what `make site` runs; issue 34).
+
+    python tools/build_site.py                      # -> build/site/index.html
+    python tools/build_site.py --out /tmp/site      # elsewhere
+    python tools/build_site.py --repository https://github.com/OWNER/NAME   # a preview with
+                                                    # "Open in Colab" links (pyproject unset)
+
+What goes in, from this repository:
+  docs/*.md             the site's pages (MyST Markdown; docs/index.md is the home page);
+  README.md             the front door, as the "Quick start" page;
+  tools/READING.md      how a lesson is read against its outputs (instructors);
+  solutions/NN_*.ipynb  one page per lesson with every output nbval checked, the answers
+                        behind a "Show the answer" toggle (see `lesson_page`);
+  notebooks/NN_*.ipynb  each lesson's learner notebook, for the download link (where a
+                        learner edited it, generated afresh from solutions/NN_*.py instead).
+
+It stages those files in a folder laid out like the repository (so a relative link in
+docs/*.md reads the same on GitHub and on the site), writes Sphinx's conf.py there and runs
+sphinx-build (myst-nb, sphinx-book-theme), quietly, with every warning an error. MathJax is
+served from the site itself (the sphinx-mathjax-offline package's copy): no page loads a
+script, style or font from another host. The output is the same files for the same inputs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:  # this checkout's `course`, also from a copy of the repository
+    sys.path.insert(0, str(ROOT))
+
+import nbformat  # noqa: E402
+
+BEGIN, END = "### BEGIN SOLUTION", "### END SOLUTION"
+SHOW_ANSWER, HIDE_ANSWER = "Show the answer", "Hide the answer"
+ANSWER_TAG = "course-answer"  # the answer cell's tag on the site (tests find it by this)
+# Pages besides the lessons, in the order of the site's menu (docs/index.md is the home page).
+GUIDES = [
+    ("Start here", ["../README", "exercises", "progress", "platforms", "troubleshooting"]),
+    ("Results", ["training", "translation", "gpt", "benchmarks"]),
+    ("For instructors", ["grading", "authoring", "../tools/READING"]),
+]
+
+CONF = """\
+# Written by tools/build_site.py for one build; edit that file, not this one.
+import shutil
+from importlib.metadata import distribution
+from pathlib import Path
+
+project = "Attention, step by step"
+copyright = ""
+html_title = project
+root_doc = "docs/index"
+include_patterns = ["README.md", "docs/*.md", "tools/READING.md", "solutions/*.ipynb"]
+extensions = ["myst_nb"]
+nb_execution_mode = "off"
+nb_merge_streams = True
+myst_enable_extensions = ["dollarmath", "amsmath"]
+myst_heading_anchors = 4
+html_theme = "sphinx_book_theme"
+html_copy_source = False
+html_show_sourcelink = False
+html_last_updated_fmt = None
+html_theme_options = {theme_options!r}
+html_context = {{"default_mode": "light"}}
+html_static_path = ["_static"]
+html_css_files = ["course.css"]
+# MathJax from the site itself, never a CDN: the copy in the sphinx-mathjax-offline package.
+mathjax_path = "mathjax/tex-chtml.js"
+
+
+def _copy_mathjax(app, exc):
+    if exc is None:
+        source = distribution("sphinx-mathjax-offline").locate_file(
+            "sphinx-mathjax-offline/static/mathjax"
+        )
+        shutil.copytree(source, Path(app.outdir) / "_static" / "mathjax", dirs_exist_ok=True)
+
+
+def setup(app):
+    app.connect("build-finished", _copy_mathjax)
+"""
+
+# The site's own style, after the theme's: room for the course map, a wide table.
+CSS = """\
+.bd-main .bd-content .bd-article-container { max-width: 72em; }
+.bd-article table.table { font-size: 0.9em; }
+"""
+
+REDIRECT = """\
+<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<title>Attention, step by step</title>
+<meta http-equiv="refresh" content="0; url=docs/index.html">
+<link rel="canonical" href="docs/index.html">
+</head>
+<body><p><a href="docs/index.html">Attention, step by step: the course map</a></p></body>
+</html>
+"""
+
+
+class SiteError(RuntimeError):
+    """The site could not be built, and why."""
+
+
+def lessons(root: Path) -> list[Path]:
+    """solutions/NN_name.ipynb, in lesson order."""
+    return sorted((root / "solutions").glob("[0-9][0-9]_*.ipynb"))
+
+
+def strip_markers(source: str) -> str:
+    """An answer cell's code without its BEGIN/END SOLUTION marker lines."""
+    return "\n".join(line for line in source.split("\n") if line.strip() not in (BEGIN, END))
+
+
+def lesson_page(solution, learner, links: str):
+    """The solution notebook as the site shows it: `links` (markdown) under the title, and
+    every exercise cell twice: as the learner notebook has it (the stub, visible), then the
+    answer with its outputs, the code folded behind a "Show the answer" toggle."""
+    nb = copy.deepcopy(solution)
+    stubs = {cell.get("id"): cell for cell in learner.cells}
+    cells = []
+    for cell in nb.cells:
+        if cell.cell_type == "code" and BEGIN in cell.source:
+            stub = stubs.get(cell.get("id"))
+            if stub is None or BEGIN in stub.source:
+                raise SiteError(f"no learner cell {cell.get('id')} to show before its answer")
+            cells.append(nbformat.v4.new_code_cell(stub.source, id=f"{cell.id}-exercise"))
+            cell.source = strip_markers(cell.source)
+            cell.metadata.setdefault("tags", []).extend(["hide-input", ANSWER_TAG])
+            cell.metadata["mystnb"] = {
+                "code_prompt_show": SHOW_ANSWER,
+                "code_prompt_hide": HIDE_ANSWER,
+            }
+        cells.append(cell)
+    title = next((i for i, c in enumerate(cells) if c.cell_type == "markdown"), -1)
+    cells.insert(title + 1, nbformat.v4.new_markdown_cell(links, id="course-site-links"))
+    nb.cells = cells
+    return nb
+
+
+def learner_notebook(root: Path, solution_path: Path):
+    """The learner notebook of a lesson as committed (notebooks/NN_name.ipynb); where a
+    learner has edited that file, the same notebook generated afresh from the lesson's source,
+    as `make notebooks` writes it, so that nobody's answers reach the site."""
+    from course import authoring
+
+    committed = root / "notebooks" / solution_path.name
+    if committed.is_file() and not authoring.edited_by_hand(committed):
+        return nbformat.read(committed, as_version=4)
+    lesson = authoring.read_lesson(root / "solutions" / f"{solution_path.stem}.py")
+    return authoring.learner_notebook(lesson, authoring.recorded_values(solution_path))
+
+
+def page_links(root: Path, stem: str, repository: str | None) -> str:
+    """The line under a lesson's title: download the learner notebook, and open it in Colab
+    where the repository's address is known."""
+    from course import links
+
+    parts = [
+        f"{{download}}`Download the learner notebook <../notebooks/{stem}.ipynb>` "
+        "(the exercises without their answers, to run in Jupyter)"
+    ]
+    if repository:
+        url = links.colab_url(f"notebooks/{stem}.ipynb", root=_with_repository(repository))
+    else:
+        url = links.colab_url(f"notebooks/{stem}.ipynb", root=root)
+    if url:
+        parts.append(f"[Open in Colab]({url})")
+    return " · ".join(parts)
+
+
+_repositories: dict[str, Path] = {}
+
+
+def _with_repository(url: str) -> Path:
+    """A folder whose pyproject.toml names `url` as the Repository (for --repository)."""
+    if url not in _repositories:
+        import tempfile
+
+        folder = Path(tempfile.mkdtemp(prefix="course-site-repo-"))
+        (folder / "pyproject.toml").write_text(f'[project.urls]\nRepository = "{url}"\n')
+        _repositories[url] = folder
+    return _repositories[url]
+
+
+def toctrees(stems: list[str]) -> str:
+    """The site's menu, appended to the staged home page (docs/index.md stays plain Markdown
+    on GitHub)."""
+    out = ["\n\n```{toctree}\n:hidden:\n:caption: Lessons\n\n"]
+    out += [f"../solutions/{stem}\n" for stem in stems]
+    out.append("```\n")
+    for caption, pages in GUIDES:
+        out.append(f"\n```{{toctree}}\n:hidden:\n:caption: {caption}\n\n")
+        out += [
+            ("Quick start <../README>\n" if page == "../README" else f"{page}\n") for page in pages
+        ]
+        out.append("```\n")
+    return "".join(out)
+
+
+def stage(root: Path, staging: Path, repository: str | None = None) -> list[str]:
+    """Lay out the site's sources in `staging`; returns the lessons' names."""
+    if staging.exists():
+        shutil.rmtree(staging)
+    (staging / "solutions").mkdir(parents=True)
+    (staging / "notebooks").mkdir()
+    (staging / "tools").mkdir()
+    shutil.copytree(root / "docs", staging / "docs", ignore=shutil.ignore_patterns("_build"))
+    shutil.copy2(root / "README.md", staging / "README.md")
+    shutil.copy2(root / "NOTICE", staging / "NOTICE")
+    shutil.copy2(root / "tools" / "READING.md", staging / "tools" / "READING.md")
+    stems = []
+    for path in lessons(root):
+        solution = nbformat.read(path, as_version=4)
+        learner = learner_notebook(root, path)
+        (staging / "notebooks" / path.name).write_text(
+            nbformat.writes(learner) + "\n", encoding="utf-8"
+        )
+        page = lesson_page(solution, learner, page_links(root, path.stem, repository))
+        (staging / "solutions" / path.name).write_text(nbformat.writes(page), encoding="utf-8")
+        stems.append(path.stem)
+    if not stems:
+        raise SiteError(f"no solutions/NN_*.ipynb in {root}")
+    index = staging / "docs" / "index.md"
+    index.write_text(index.read_text(encoding="utf-8") + toctrees(stems), encoding="utf-8")
+    theme = {
+        "home_page_in_toc": True,
+        "show_toc_level": 2,
+        "use_download_button": False,
+        "use_fullscreen_button": False,
+        # the home page's course map is a wide table: no "Contents" column beside it
+        "secondary_sidebar_items": {"**": ["page-toc"], "docs/index": []},
+    }
+    if repository:
+        theme |= {"repository_url": repository, "use_repository_button": True}
+    (staging / "_static").mkdir()
+    (staging / "_static" / "course.css").write_text(CSS, encoding="utf-8")
+    (staging / "conf.py").write_text(CONF.format(theme_options=theme), encoding="utf-8")
+    return stems
+
+
+def build(
+    root: Path = ROOT, out: Path | None = None, repository: str | None = None, say=print
+) -> Path:
+    """Stage and build the site into `out` (default build/site); returns `out`."""
+    out = Path(out or root / "build" / "site").resolve()
+    staging = out.parent / f"{out.name}-src"
+    start = time.perf_counter()
+    stems = stage(root, staging, repository)
+    if out.exists():
+        shutil.rmtree(out)
+    command = [
+        sys.executable,
+        "-m",
+        "sphinx",
+        "-b",
+        "html",
+        "-q",  # warnings only
+        "-W",  # ... and each one is an error
+        "--keep-going",
+        "-E",
+        "-d",
+        str(staging / ".doctrees"),
+        str(staging),
+        str(out),
+    ]
+    run = subprocess.run(command, capture_output=True, text=True)
+    if run.returncode != 0:
+        raise SiteError(
+            f"sphinx-build failed (exit {run.returncode}):\n{run.stdout}{run.stderr}".rstrip()
+        )
+    (out / "index.html").write_text(REDIRECT, encoding="utf-8")
+    (out / ".nojekyll").write_text("", encoding="utf-8")
+    # Leftovers that are no page: Sphinx's build record, the themes' Jinja macro files that
+    # they copy into _static unrendered, and the empty _sources (html_copy_source is off).
+    for leftover in [out / ".buildinfo", out / ".buildinfo.bak", *(out / "_static").glob("*.html")]:
+        leftover.unlink(missing_ok=True)
+    if (out / "_sources").is_dir() and not any((out / "_sources").iterdir()):
+        (out / "_sources").rmdir()
+    seconds = time.perf_counter() - start
+    say(f"wrote {_shown(out, root)}/index.html: {len(stems)} lessons, built in {seconds:.0f} s")
+    return out
+
+
+def _shown(path: Path, root: Path) -> str:
+    try:
+        return str(path.relative_to(root.resolve()))
+    except ValueError:
+        return str(path)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--out", type=Path, help="output folder (default: build/site)")
+    parser.add_argument(
+        "--repository",
+        metavar="URL",
+        help="a GitHub address for this build's Colab links (default: pyproject's)",
+    )
+    args = parser.parse_args(argv)
+    try:
+        build(ROOT, args.out, args.repository)
+    except SiteError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
