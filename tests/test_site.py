@@ -373,3 +373,17 @@ def test_the_build_output_is_ignored_and_never_collected():
     pyproject = (ROOT / "pyproject.toml").read_text()
     testpaths = json.loads(re.search(r"^testpaths\s*=\s*(\[.*\])", pyproject, re.M).group(1))
     assert not any(p.startswith("build") for p in testpaths)
+
+
+def test_the_pages_workflow_publishes_what_make_site_builds():
+    workflow = (ROOT / ".github" / "workflows" / "pages.yml").read_text()
+    makefile = (ROOT / "Makefile").read_text()
+    assert re.search(r"^site: .*## ", makefile, re.M), "Makefile: a `site` target with help"
+    assert "tools/build_site.py" in makefile
+    assert "run: make site" in workflow
+    assert re.search(
+        r"uses: actions/upload-pages-artifact@v\d+\s+with:\s+path: build/site\b", workflow
+    )
+    assert "uses: actions/deploy-pages@v" in workflow
+    assert re.search(r"push:\s+branches: \[main\]", workflow)
+    assert re.search(r"pages: write\s+id-token: write", workflow)

@@ -259,6 +259,9 @@ def build(
     stems = stage(root, staging, repository)
     if out.exists():
         shutil.rmtree(out)
+    # Sphinx writes into the staging folder (myst-nb keeps its copies of the figures beside
+    # the output, in ../jupyter_execute); the finished pages then move to `out`.
+    html = staging / "_build" / "html"
     command = [
         sys.executable,
         "-m",
@@ -270,15 +273,16 @@ def build(
         "--keep-going",
         "-E",
         "-d",
-        str(staging / ".doctrees"),
+        str(staging / "_build" / "doctrees"),
         str(staging),
-        str(out),
+        str(html),
     ]
     run = subprocess.run(command, capture_output=True, text=True)
     if run.returncode != 0:
         raise SiteError(
             f"sphinx-build failed (exit {run.returncode}):\n{run.stdout}{run.stderr}".rstrip()
         )
+    shutil.move(html, out)
     (out / "index.html").write_text(REDIRECT, encoding="utf-8")
     (out / ".nojekyll").write_text("", encoding="utf-8")
     # Leftovers that are no page: Sphinx's build record, the themes' Jinja macro files that
