@@ -39,7 +39,7 @@ from course.decoding import _check_args, _check_beam, beam_loop, greedy_decode, 
 from course.masking import padding_mask
 from course.multihead import _check_divisible, merge_heads, split_heads
 from course.positional import apply_rotary
-from course.utils import describe
+from course.utils import describe, synchronize
 
 __all__ = [
     "kv_cache_attention",
@@ -400,8 +400,7 @@ def _forward_backward(fn, q, k, v, device: torch.device) -> None:
     out = out[0] if isinstance(out, tuple) else out  # (batch, h, T, d_k)
     out.sum().backward()
     q.grad = k.grad = v.grad = None
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
+    synchronize(device)  # a GPU (CUDA or MPS) runs it later: wait before reading the clock
 
 
 def attention_cost(

@@ -53,10 +53,10 @@ def device(name: str | torch.device = "auto") -> torch.device:
 def synchronize(device: torch.device | str) -> None:
     """Wait until `device` has finished the work queued on it (a GPU runs it later than
     the Python that asked for it); nothing to wait for on the CPU."""
-    device = torch.device(device)
-    if device.type == "cuda":
+    kind = torch.device(device).type if isinstance(device, str) else device.type
+    if kind == "cuda":
         torch.cuda.synchronize(device)
-    elif device.type == "mps":
+    elif kind == "mps":
         torch.mps.synchronize()
 
 

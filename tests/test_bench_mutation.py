@@ -682,7 +682,7 @@ def test_main_help_names_every_option(scripted_main, capsys, monkeypatch):
         "tiny sizes: a smoke test in seconds",
         "torch threads (default: every core, os.cpu_count())",
         "add a torch.compile row (compiles C++ first: minutes)",
-        "cpu (default) or cuda: where to run",
+        "cpu (default), auto (CUDA, else Apple's MPS), cuda, mps",
         "training steps under bf16 autocast (torch.autocast)",
     ):
         assert help_text in out
