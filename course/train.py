@@ -118,12 +118,12 @@ ADAM_FOREACH = True
 # (d_model 128, 3 layers, d_ff 512) has about six times the weights and the work per
 # token, too much for 20 minutes on 2 shared cores. Measured on scan-simple (seed 0):
 # exact match 2% at step 500 and 59.5% at step 1,000 (400 held-out commands, one
-# thread), 93.0% after 3,000 steps and 99.7% after 6,000 (all 4,182; README.md,
+# thread), 93.0% after 3,000 steps and 99.7% after 6,000 (all 4,182; docs/training.md,
 # "Training the model"). The length and add-jump splits use the same settings, with
 # positions="sinusoidal" or "rotary" (--set positions=rotary). scan-simple trains 8,000
 # steps: at 6,000, seed 1 ended at 99.35% (99.23% in an earlier measurement), under the
 # 99.5% wanted of every seed; at 8,000 seeds 0, 1, 2 reached 99.83%, 99.55%, 99.78% in
-# 1,145-1,157 s of one thread each (README.md, "SCAN").
+# 1,145-1,157 s of one thread each (docs/training.md, "SCAN").
 _COMMON = dict(
     d_model=64,
     n_heads=4,
@@ -151,7 +151,7 @@ _SCAN = dict(steps=6000, checkpoint_every=500)
 # schedule "noam" (the paper's warm-up, lr_factor) or "constant" (lr, the tutorial's Adam
 # rate); beam_size 1 decodes greedily, more with beam search (alpha 0.6).
 #
-# What mattered, from 13 runs of 260-390 s on 2 cores each (seed 0, README "Lesson 11"):
+# What mattered, from 13 runs of 260-390 s on 2 cores each (seed 0, docs/translation.md):
 # dropout 0.1, not 0.3 (0.3 and 0.2 left the model guessing "i m very busy." at 10-14
 # BLEU: 9,539 short pairs are little data, but 10 minutes is too few steps to need much
 # regularisation); 2 layers rather than 3 (more steps in the same time: 42.4 against
@@ -1187,7 +1187,7 @@ def _train_and_evaluate(
 
 LM_TASKS: tuple[str, ...] = ("lm-en",)
 TASKS = (*TASKS, *LM_TASKS)  # the choices of --task
-# Measured for 10 minutes on the 2-core machine (README, "A small GPT"). Small and fast
+# Measured for 10 minutes on the 2-core machine (docs/gpt.md). Small and fast
 # rather than wide, as on fra-eng (more steps in the same time): no dropout (under two passes
 # over 91,583 sentences, nothing to regularise yet), a short warm-up, then a constant rate.
 # One torch thread: the matrices of a model this small gain little from a second thread, and

@@ -112,7 +112,7 @@ def _loss_on(model: torch.nn.Module, loss_fn: Callable, batch, where: torch.devi
 # browser, a build) two threads can take ten times as long as one (813 s against 86 s). One
 # thread also makes every result the same on every machine: the number of threads changes
 # the order in which sums are added, and so the rounding, and with it a whole training
-# run. README.md, "Threads", has the measurements.
+# run. docs/training.md, "Threads", has the measurements.
 THREADS_VARIABLES = ("COURSE_THREADS", "OMP_NUM_THREADS")
 
 

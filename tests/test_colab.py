@@ -3,7 +3,7 @@
 Colab is stood in for by a module in sys.modules under the name "google.colab" (the cell
 asks for nothing more), and pip by a stand-in for subprocess.run that records the command
 and installs nothing. What this cannot show: that Colab's pip installs the course from
-GitHub at the tag, and that the lessons then run there (README says so).
+GitHub at the tag, and that the lessons then run there (docs/platforms.md says so).
 """
 
 import ast

@@ -61,7 +61,7 @@ SCAN_PINNED = "d1119cd60d5449e2"
 
 def test_the_data_is_pinned(tasks):
     """Every machine, Python and torch version must see the very same pairs: results in
-    the README were measured on them. A change to a generator, a lexicon or a split shows
+    docs/training.md were measured on them. A change to a generator, a lexicon or a split shows
     here; if it is meant, re-measure those results and pin the new digests.
 
     (First in the file: the generators run once, cached, in the first test that asks for

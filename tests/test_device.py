@@ -2,7 +2,7 @@
 against the CPU's, tested without either GPU: torch's answers about them are stood in for
 (as test_train_places.py does for CUDA), and "MPS" is the CPU with its loss perturbed, the
 way MPS has been seen to fail (LLMs-from-scratch #791: 19.9 where the CPU gave 3.8). What
-this cannot show: that the course trains correctly on a real Mac (README says so).
+this cannot show: that the course trains correctly on a real Mac (docs/platforms.md says so).
 """
 
 import json

@@ -1,4 +1,4 @@
-"""course.train's command line and its guards, in detail: the task defaults the README's
+"""course.train's command line and its guards, in detail: the task defaults the docs'
 measurements were made with, `--help`, `--set` parsing, which changes a resumed run may
 make, what every refused --resume says (and that it names the file), the boundaries of
 the settings run() accepts, and the model's positions.
@@ -63,10 +63,10 @@ def _config_of(checkpoint: Path) -> dict:
 
 
 def test_the_task_defaults_are_the_measured_ones():
-    """The comments above CONFIGS, README.md ("Training the model") and lesson 09 report
+    """The comments above CONFIGS, docs/training.md and lesson 09 report
     measurements made with exactly these settings: 600 steps on toy-translation with
     lr_factor 0.5, 6,000 steps of the same small model on SCAN. Changing a default
-    invalidates them: rerun the measurements, update README's tables and regenerate
+    invalidates them: rerun the measurements, update docs/training.md's tables and regenerate
     lesson 09, then update this test."""
     common = dict(
         d_model=64,

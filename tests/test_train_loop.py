@@ -232,7 +232,7 @@ def test_json_files_are_indented_by_two_and_end_with_a_newline(tmp_path):
 
 def test_each_epochs_shuffle_comes_from_the_documented_seed():
     """_epoch_generator(seed, epoch) seeds with seed * 1_000_003 + epoch: the data order of
-    every recorded run (README's tables, lesson 09's curves) depends on exactly this."""
+    every recorded run (docs/training.md's tables, lesson 09's curves) depends on exactly this."""
     for seed, epoch in ((0, 0), (0, 1), (1, 0), (1, 3), (7, 2)):
         got = torch.randperm(50, generator=train._epoch_generator(seed, epoch))
         want = torch.randperm(50, generator=torch.Generator().manual_seed(seed * 1_000_003 + epoch))
