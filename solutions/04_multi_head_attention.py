@@ -607,8 +607,8 @@ for n_heads, model in models.items():
 # (`course.utils.course_threads`). Splitting such small matrix products between threads
 # saves a little at best, on an idle machine; on a machine that other programs share,
 # PyTorch's threads spin while they wait for each other, so two threads can run many times
-# slower than one. The README
-# measured it on a 2-core machine ("Threads: one, unless you ask for more"): a `make train`
+# slower than one. The training page
+# (`docs/training.md`, "Threads: one, unless you ask for more") measured it on a 2-core machine: a `make train`
 # step took 0.115 s on one thread and 0.720 s on two when the machine was busy, while on an
 # idle machine two threads saved a third of it (0.079 s against 0.052 s). One training step
 # of the two-head model here (forward and backward on 64 sequences, best of 20 calls), on one

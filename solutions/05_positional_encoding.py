@@ -613,7 +613,7 @@ print("position 0 unchanged:", torch.equal(rotated[..., 0, :], x[..., 0, :]))
 # $W_Q$ and $W_K$ (not to $v$, and nothing is added to the embeddings). GPT-NeoX and LLaMA,
 # among other recent language models, use it. The course's encoder-decoder `Transformer`
 # (lessons 08-11) uses the paper's sinusoids by default; it also takes `positions="rotary"`
-# (the README's SCAN length runs compare the two, and lesson 10's KV cache handles both).
+# (the SCAN length runs in `docs/training.md` compare the two, and lesson 10's KV cache handles both).
 # Lesson 12's decoder-only language model uses rotary positions throughout, through this
 # `apply_rotary`.
 #

@@ -71,8 +71,8 @@ DEVICE = device("cpu")
 # The models of this lesson are small (the Transformer of section 3 has
 # {{ n_parameters:, }} parameters; the sentences have at most {{ max(source_lengths) }}
 # words, their translations at most {{ max(target_lengths) }}). On an idle machine a second
-# thread saves a third of a step at most (README, "Threads"); on a machine busy with other
-# work the threads wait for each other: the README ("Training the model", its results
+# thread saves a third of a step at most (`docs/training.md`, "Threads"); on a machine busy with other
+# work the threads wait for each other: `docs/training.md` (its results
 # table) measured `make train` on a busy 2-core Intel Xeon at 813 s of training with two
 # threads and 86 s with one. So the course runs on one thread: `import course` set it
 # (`course.utils.course_threads`;
@@ -320,7 +320,7 @@ plt.show()
 #   keep attention off it (lessons 06 and 08), and the loss skips it,
 #   `nn.CrossEntropyLoss(ignore_index=PAD_ID)`, averaging over the real tokens only.
 # - **Gradient clipping** to norm 1: not in the paper, and not needed on seed 1 of today's
-#   model; it is a guard that rescales a rare huge gradient (the README, "Training the model": the course's
+#   model; it is a guard that rescales a rare huge gradient (`docs/training.md`: the course's
 #   first model ended at 99.65% exact match on seed 1 without it and 100% with it; today's
 #   model reaches 100.0% on seed 1 without it too).
 #
@@ -1022,12 +1022,12 @@ print("the Transformer and the RNN with attention both translate over 90% exactl
 # {"task": "toy-translation", "exact_match": 1.0, "bleu": 100.0, "train_seconds": 141.11, ...}
 # ```
 #
-# The README ("Training the model") gives more runs of the same command: seeds 0, 1 and 2
+# `docs/training.md` gives more runs of the same command: seeds 0, 1 and 2
 # on a 2-core Intel Xeon reached 100.0% exact match each, in 50-54 s of training. In
 # `runs/toy-translation/` it writes the checkpoint, `config.json`, `metrics.json` and
 # `loss.png`. `--steps`,
-# `--seed`, `--set KEY=VALUE` and `--resume` are in the README, with SCAN and the other
-# tasks.
+# `--seed`, `--set KEY=VALUE` and `--resume` are on that page too, with SCAN and the
+# other tasks.
 #
 # ## What's next
 #

@@ -772,7 +772,7 @@ print("Linformer translates the fewest exactly:",
 #   sinusoidal and rotary positions (lesson 05) degrade soon past the training length.
 #   The SCAN length split is a small test of the same question: trained from the command
 #   line (`python -m course.train --task scan-length --seed S` and the same with
-#   `--set positions=rotary`, seeds 0, 1 and 2, on a 2-core AMD EPYC; README, "SCAN"),
+#   `--set positions=rotary`, seeds 0, 1 and 2, on a 2-core AMD EPYC; `docs/training.md`, "SCAN"),
 #   rotary positions got some long commands right (9.1% on average) where sinusoidal ones
 #   got none.
 # - *Faster exact attention.* FlashAttention (Dao et al. 2022, 2023) is the tiled kernel of

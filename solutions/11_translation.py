@@ -301,8 +301,8 @@ print(f"{'words (French only)':>20} {len(task.src_vocab):>6,} {word_length:>31.1
 # ## 5. Training: lesson 09's recipe on real sentences
 #
 # `CONFIGS["fra-eng"]` holds the settings the command line uses. They were chosen from 13
-# runs of 4.3 to 6.5 minutes each, one seed each, on another machine (the README lists them,
-# under "What mattered"). On {{ len(task.train):, }} short pairs, lighter regularisation (dropout {{ config["dropout"] }} rather
+# runs of 4.3 to 6.5 minutes each, one seed each, on another machine (`docs/translation.md`
+# lists them, under "What mattered"). On {{ len(task.train):, }} short pairs, lighter regularisation (dropout {{ config["dropout"] }} rather
 # than 0.3) and a smaller, faster model ({{ config["n_layers"] }} + {{ config["n_layers"] }} layers rather than 3 + 3; $d_{model}$ = {{ config["d_model"] }},
 # where 256 was tried only with dropout 0.3) scored highest. The runs differ in length and
 # in their number of steps, so the table shows which settings scored higher, not why.
@@ -434,7 +434,7 @@ print(f"BLEU, beam minus greedy: {bleu_gain:+.1f}")
 # {{ bleu_gain:+.1f }}. After {{ log.step }} steps the model's scores are a rough guide: an
 # output it scores higher is not more often the right one, and it prefers short ones. Beam
 # search pays once the model is better: in the command line's ten-minute runs (`python -m course.train --task fra-eng`, seeds 0, 1
-# and 2, on a 2-core CPU; README, "Translating real sentences") it adds 1.4 BLEU to greedy
+# and 2, on a 2-core CPU; `docs/translation.md`) it adds 1.4 BLEU to greedy
 # decoding on average, 42.9 against 41.5.
 #
 # These numbers are **not comparable with the paper's** 28.4 and 41.8 BLEU (its big model,
@@ -442,7 +442,7 @@ print(f"BLEU, beam minus greedy: {bleu_gain:+.1f}")
 # against one professional reference each, after training on 4.5 and 36 million pairs.
 # Here the sentences are short and formulaic ("i m ..."), in
 # the easier direction into English, and held out by whole English sentence. Section 8
-# gives the command line's ten-minute scores over three seeds (README), and the tutorial
+# gives the command line's ten-minute scores over three seeds (`docs/translation.md`), and the tutorial
 # model's beside them.
 #
 # ### Reading the mistakes
@@ -565,8 +565,8 @@ print(f"tutorial GRU: {gru_parameters:,} parameters; Transformer: {transformer_p
 # %% [markdown]
 # The table below was measured with the command line, not in this notebook: each
 # `python -m course.train --task fra-eng [--model tutorial-gru] --seed S` for S = 0, 1, 2,
-# ten minutes of training on one CPU thread of the 2-core machine, mean (range) (README,
-# "Translating real sentences"); the parameter counts are the two models above. The
+# ten minutes of training on one CPU thread of the 2-core machine, mean (range)
+# (`docs/translation.md`); the parameter counts are the two models above. The
 # tutorial model takes 2.6 times as many steps in that time (its batches are half as large
 # and its steps cheaper). The Transformer decoded with beam 4 ends 10.1 BLEU ahead of the
 # tutorial model, which decodes greedily, as the tutorial does (42.9 against 32.8); greedy
@@ -577,7 +577,7 @@ print(f"tutorial GRU: {gru_parameters:,} parameters; Transformer: {transformer_p
 # | Transformer, d_model 128, 2 + 2 layers, beam 4 | {{ transformer_parameters:, }} (seed 0) | 0, 1, 2 | 4,403 (4,194–4,732) | 42.9 (42.7–43.4) | 52.8 (52.6–53.2) | 20.6 (19.2–21.8)% | 41.5 (40.7–42.0) |
 # | tutorial GRU + attention, hidden 128, greedy | {{ gru_parameters:, }} (seed 0) | 0, 1, 2 | 11,353 (10,890–12,205) | 32.8 (31.9–33.8) | 42.9 (42.6–43.2) | 8.5 (7.0–10.1)% | (as BLEU) |
 #
-# Translations of held-out sentences by the two seed-0 models of the command line (README):
+# Translations of held-out sentences by the two seed-0 models of the command line (`docs/translation.md`):
 #
 # | French (held out, seed 0) | reference | Transformer (seed 0, beam 4) | tutorial GRU (seed 0) |
 # |---|---|---|---|
@@ -616,7 +616,7 @@ for french, english in random.Random(3).sample(full, 4):
 # %% [markdown]
 # About {{ len(full) / len(sentences):.0f }} times the pairs take longer to learn: `python -m course.train --task fra-eng-full`
 # trains for {{ CONFIGS["fra-eng-full"]["time_budget"] / 60:.0f }} minutes (`CONFIGS["fra-eng-full"]`: $d_{model}$ = {{ CONFIGS["fra-eng-full"]["d_model"] }}, {{ CONFIGS["fra-eng-full"]["n_layers"] }} + {{ CONFIGS["fra-eng-full"]["n_layers"] }} layers).
-# What follows was measured with the command line, not in this notebook (README, "The
+# What follows was measured with the command line, not in this notebook (`docs/translation.md`, "The
 # whole file"). In a probe of six sizes on two threads of a nearly idle machine, that model
 # took 0.33 s a step, where $d_{model}$ = 256 with 3 + 3 layers took 0.71 s. Trained on the
 # 2-core machine on the course's one thread, seeds 0, 1 and 2, mean (range): about 1,950
@@ -631,7 +631,7 @@ for french, english in random.Random(3).sample(full, 4):
 # second thread clearly pays (today: `--set threads=2`). This BLEU cannot be compared with
 # `fra-eng`'s 42.9 (section 8): the test sentences are different and harder (every kind of
 # sentence, not only "I am ..." ones, longer, with capitals and punctuation that count).
-# Held-out sentences, seed 0's model of the command line, beam 4 (README):
+# Held-out sentences, seed 0's model of the command line, beam 4 (`docs/translation.md`):
 #
 # | French (held out) | reference | `fra-eng-full` (seed 0) |
 # |---|---|---|
