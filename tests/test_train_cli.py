@@ -184,7 +184,7 @@ def test_help_describes_every_option(capsys, monkeypatch):
         "which task to learn",
         "optimizer steps (default: the task's)",
         "seeds data order, init, dropout",
-        "auto (cuda if present), cpu, cuda",
+        "auto (CUDA, else Apple's MPS, else the CPU), cpu, cuda, mps",
         "output folder (default: runs/<task>)",
         "continue from the checkpoint in --out",
         "--set KEY=VALUE override one entry of the task's configuration, e.g. --set d_model=128",
