@@ -13,8 +13,8 @@ Colab's own torch is kept. The course's dependencies (pyproject.toml) are lower 
 not requirements.txt's exact pins, so pip adds only what Colab lacks: replacing Colab's
 torch would download gigabytes, could miss the CUDA build Colab's GPU driver wants, and
 needs the session restarted before the new one loads. The numbers a lesson prints may
-therefore differ in their last digits from the solution notebooks, built with the pinned
-torch on a CPU.
+therefore differ from the solution notebooks, built with the pinned torch on a CPU: computed
+values in their last digits, the results of training sometimes by more.
 """
 
 from __future__ import annotations
@@ -32,9 +32,10 @@ COLAB_DATA_DIR = "/content/data"
 
 NO_ADDRESS = (
     "This notebook comes from a copy of the course with no repository address (pyproject.toml, "
-    "[project.urls] Repository), so Colab cannot install the course for it. Install the course "
-    "yourself (!pip install followed by the address of its repository) and run on from the next "
-    "cell, or run the course on your own machine (README, Quick start)."
+    "[project.urls] Repository), so Colab cannot install the course for it. Install it "
+    'yourself (!pip install "course @ git+https://github.com/OWNER/NAME", with its '
+    "repository's address), run %env COURSE_DATA_DIR=/content/data, and run on from the next "
+    "cell; or run the course on your own machine (README, Quick start)."
 )
 
 
@@ -42,22 +43,24 @@ def install_cell(spec: str | None, version: str = __version__) -> str:
     """The source of a learner notebook's first code cell: in Colab, pip installs `spec`
     (course.links.install_spec(), at the tag of `version`) and `setup(version)` runs; with
     no spec (no repository address set) it stops with NO_ADDRESS. Elsewhere: nothing."""
-    header = (
-        "# In Google Colab this cell installs the course, the version this notebook belongs to.\n"
-        "# Anywhere else it does nothing.\n"
-        "import sys\n\n"
-        'if "google.colab" in sys.modules:\n'
-    )
+    anywhere_else = "# Anywhere else it does nothing.\nimport sys\n\n"
+    in_colab = 'if "google.colab" in sys.modules:\n'
     if spec is None:
         lines = textwrap.wrap(NO_ADDRESS, 80, drop_whitespace=False)
         return (
-            header
+            "# In Google Colab this cell stops with a message: this copy of the course has no\n"
+            "# repository address to install it from.\n"
+            + anywhere_else
+            + in_colab
             + "    raise RuntimeError(\n"
             + "".join(f"        {json.dumps(line)}\n" for line in lines)
             + "    )"
         )
-    return header + (
-        "    import subprocess\n\n"
+    return (
+        "# In Google Colab this cell installs the course, the version this notebook belongs to.\n"
+        + anywhere_else
+        + in_colab
+        + "    import subprocess\n\n"
         f"    spec = {json.dumps(spec)}\n"
         '    subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", spec], '
         "check=True)\n"

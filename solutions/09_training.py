@@ -62,9 +62,11 @@ from course.utils import device, seed_everything
 
 seed_everything(0)
 torch.set_printoptions(precision=3, sci_mode=False)
-# Where the lesson trains. "cpu" gives the outputs stored with this notebook, the ones the
-# course's tests compare; device("auto") takes CUDA, then Apple's MPS, then the CPU (or name
-# "cuda" or "mps"): faster, with numbers that differ in their last digits.
+# Where the lesson trains. The stored outputs were made on "cpu", the device the course's
+# tests use; training rounds differently on another CPU, and more so on a GPU.
+# device("auto") takes CUDA, then Apple's MPS, then the CPU (or name "cuda" or "mps"):
+# usually faster, but the trained numbers, and the checks printed below, can come out
+# differently.
 DEVICE = device("cpu")
 
 # %% [markdown]
@@ -931,7 +933,8 @@ print("the paper's hardware figure is above the count of its multiply-adds:",
 # Lesson 01 built `Seq2SeqRNN`, a GRU encoder-decoder, with and without additive attention.
 # Train both on this task, with the same batches, label smoothing, clipping and loop, each
 # for as many seconds as the Transformer trained above (CPU time on one thread: wall-clock
-# time on a quiet machine). They use Adam at a constant rate of $3 \cdot 10^{-3}$ (the
+# time on a quiet machine; with `DEVICE` on a GPU it is still this Python process's CPU
+# time, not the GPU's). They use Adam at a constant rate of $3 \cdot 10^{-3}$ (the
 # warm-up schedule is the Transformer's recipe), and decode greedily with their own
 # `generate`, which `evaluate` takes as its decoder.
 

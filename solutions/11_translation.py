@@ -43,9 +43,11 @@ from course.train import (
 from course.utils import device, seed_everything
 
 seed_everything(0)
-# Where the lesson trains. "cpu" gives the outputs stored with this notebook, the ones the
-# course's tests compare; device("auto") takes CUDA, then Apple's MPS, then the CPU (or name
-# "cuda" or "mps"): faster, with numbers that differ in their last digits.
+# Where the lesson trains. The stored outputs were made on "cpu", the device the course's
+# tests use; training rounds differently on another CPU, and more so on a GPU.
+# device("auto") takes CUDA, then Apple's MPS, then the CPU (or name "cuda" or "mps"):
+# usually faster, but the trained numbers, and the checks printed below, can come out
+# differently.
 DEVICE = device("cpu")
 
 # %% [markdown]
