@@ -106,7 +106,7 @@ def root_of_the_temperature(logits, temperature=1.0, top_k=None, top_p=None, gen
 
 _ONE_ROW = r"on logits \[[-\d., ]+\] with "  # one row's logits, shown; no dtype, contiguous
 NAMED_CASES = [
-    (boundary_dropped, _ONE_ROW + r"temperature=1\.0, top_p=0\.6: top-p dropped the boundary"),
+    (boundary_dropped, _ONE_ROW + r"temperature=1\.0, top_p=0\.5: top-p dropped the boundary"),
     (k_minus_one, _ONE_ROW + r"temperature=1\.0, top_k=3: top-k kept k - 1 tokens"),
     (multiplied, _ONE_ROW + r"temperature=2\.0: the logits were multiplied by the temperature"),
     (
@@ -710,3 +710,94 @@ def test_a_row_left_without_tokens_or_a_single_id_kept_as_a_vector_is_explained(
 ):
     passed, printed = verdict(check.sample_next, answer)
     assert passed is False and where in printed and said in printed, printed
+
+
+# ------------------------------- mistakes that a case could confuse with one another ----
+
+
+def ignores_top_p(logits, temperature=1.0, top_k=None, top_p=None, generator=None):
+    if temperature == 0:
+        return logits.argmax(dim=-1)
+    scores = logits / temperature
+    if top_k is not None:
+        kth = scores.topk(top_k, dim=-1).values[..., -1:]
+        scores = scores.masked_fill(scores < kth, float("-inf"))
+    probs = torch.softmax(scores, dim=-1)  # top_p never used
+    return torch.multinomial(probs.reshape(-1, probs.shape[-1]), 1, generator=generator).reshape(
+        logits.shape[:-1]
+    )
+
+
+def nucleus_in_ascending_order(logits, temperature=1.0, top_k=None, top_p=None, generator=None):
+    if temperature == 0:
+        return logits.argmax(dim=-1)
+    scores = logits / temperature
+    if top_k is not None:
+        kth = scores.topk(top_k, dim=-1).values[..., -1:]
+        scores = scores.masked_fill(scores < kth, float("-inf"))
+    probs = torch.softmax(scores, dim=-1)
+    if top_p is not None:
+        sorted_probs, order = torch.sort(probs, dim=-1)  # descending=True forgotten
+        remove = torch.cumsum(sorted_probs, dim=-1) - sorted_probs >= top_p
+        probs = probs.masked_fill(remove.scatter(-1, order, remove), 0.0)
+    return torch.multinomial(probs.reshape(-1, probs.shape[-1]), 1, generator=generator).reshape(
+        logits.shape[:-1]
+    )
+
+
+def ignores_top_k(logits, temperature=1.0, top_k=None, top_p=None, generator=None):
+    if temperature == 0:
+        return logits.argmax(dim=-1)
+    probs = torch.softmax(logits / temperature, dim=-1)  # top_k never used
+    if top_p is not None:
+        sorted_probs, order = torch.sort(probs, dim=-1, descending=True)
+        remove = torch.cumsum(sorted_probs, dim=-1) - sorted_probs >= top_p
+        probs = probs.masked_fill(remove.scatter(-1, order, remove), 0.0)
+    return torch.multinomial(probs.reshape(-1, probs.shape[-1]), 1, generator=generator).reshape(
+        logits.shape[:-1]
+    )
+
+
+def _cut_to(value):
+    """minGPT's first top-k (cut logits set to 1e-10), or the same with 0: not -inf."""
+
+    def cut_to_a_finite_value(logits, temperature=1.0, top_k=None, top_p=None, generator=None):
+        if temperature == 0:
+            return logits.argmax(dim=-1)
+        scores = logits / temperature
+        if top_k is not None:
+            kth = torch.topk(scores, top_k, dim=-1).values[..., -1:]
+            scores = torch.where(scores < kth, torch.full_like(scores, value), scores)
+        probs = torch.softmax(scores, dim=-1)
+        if top_p is not None:
+            sorted_probs, order = torch.sort(probs, dim=-1, descending=True)
+            remove = torch.cumsum(sorted_probs, dim=-1) - sorted_probs >= top_p
+            probs = probs.masked_fill(remove.scatter(-1, order, remove), 0.0)
+        flat = probs.reshape(-1, probs.shape[-1])
+        return torch.multinomial(flat, 1, generator=generator).reshape(logits.shape[:-1])
+
+    cut_to_a_finite_value.__name__ = f"cut_to_{value}"
+    return cut_to_a_finite_value
+
+
+_P_IGNORED = "top_p was ignored: keep the smallest set of most probable tokens"
+_ASCENDING = "top-p sorted the probabilities in ascending order"
+_K_IGNORED = "top_k was ignored: keep only the k most probable tokens"
+_FINITE = "top-k set the cut tokens to a finite value, not -inf"
+CONFUSABLE = [  # (the answer, the words of its own mistake, the other mistake's key words)
+    (ignores_top_p, _P_IGNORED, "ascending"),
+    (nucleus_in_ascending_order, _ASCENDING, "top_p was ignored"),
+    (ignores_top_k, _K_IGNORED, "finite value"),
+    (_cut_to(1e-10), _FINITE, "top_k was ignored"),
+    (_cut_to(0.0), _FINITE, "top_k was ignored"),
+]
+
+
+@pytest.mark.parametrize("answer, own, other", CONFUSABLE, ids=[a.__name__ for a, *_ in CONFUSABLE])
+def test_a_mistake_is_named_as_itself_not_as_one_that_samples_alike(answer, own, other, verdict):
+    """Ignoring top_p and an ascending nucleus sample alike where the ascending nucleus keeps
+    every token; ignoring top_k and cutting to a finite value sample alike where the cut
+    tokens' logits are near that value. Each is named as itself, not as the other."""
+    passed, printed = verdict(check.sample_next, answer)
+    assert passed is False and printed.startswith("❌ sample_next: "), printed
+    assert own in printed and other not in printed, printed

@@ -26,9 +26,11 @@ DRAWS copies of each row, a seeded generator), three ways:
 3. the mistake: the first of the case's wrong distributions that the draws fit in the
    same two ways is named.
 
-Cases: temperature 1, 2 and 0.5; top-k = 3 without ties and with three logits tied at the
-3rd place; top-k = 4 at temperature 2 (the threshold of the divided logits); top-p =
-0.6 (a boundary token to keep), 0.3 (only the top token reaches it) and 1.0; a
+Cases: temperature 1, 2 and 0.5; top-k = 3 without ties (on logits all below 0, see _LOW)
+and with three logits tied at the 3rd place; top-k = 4 at temperature 2 (the threshold of
+the divided logits); top-p = 0.5 (a boundary token to keep; the tokens below the top one
+hold more than p, so that a nucleus sorted in ascending order leaves the top token out and
+is told apart from top_p ignored), 0.3 (only the top token reaches it) and 1.0; a
 temperature of 0.5 with top-p (the nucleus of the tempered distribution); a batch
 of three different rows (top-k, then top-p on float64 non-contiguous logits); top-k and
 top-p together (two cases, see BOTH). Before them: the result's type, dtype and shape for
@@ -358,15 +360,20 @@ _FULL_NUCLEUS = (
 # token, then a flat tail, where top-2 renormalised (0.68, 0.32) and the full distribution
 # have different nuclei.
 _FLAT = tuple(round(math.log(q), 3) for q in (0.11, 0.30, 0.08, 0.14, 0.10, 0.06, 0.12, 0.09))
+# The main row shifted down by 3, every logit below 0 (the same probabilities): a cut to 0
+# or 1e-10 ("finite cut") gives the cut tokens most of the probability there, so that
+# its draws cannot pass for those of an answer that ignores top_k. (On the main row itself
+# the cut logits are close to 0, and the two sample alike.)
+_LOW = tuple(x - 3 for x in _ROW)
 
 CASES = (
     _Case((_ROW,), 1.0),
     _Case((_ROW,), 2.0),
     _Case((_ROW,), 0.5),
-    _Case((_ROW,), 1.0, top_k=3),
+    _Case((_LOW,), 1.0, top_k=3),
     _Case((_TIES,), 1.0, top_k=3, ties=True),
     _Case((_ROW,), 2.0, top_k=4),
-    _Case((_ROW,), 1.0, top_p=0.6),
+    _Case((_ROW,), 1.0, top_p=0.5),
     _Case((_ROW,), 1.0, top_p=0.3),
     _Case((_ROW,), 1.0, top_p=1.0),
     _Case((_ROW,), 0.5, top_p=0.6),
