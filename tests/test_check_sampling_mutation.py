@@ -8,6 +8,7 @@ import re
 
 import pytest
 import torch
+from test_check_sampling import _draw, _filtered  # the right filters, shared
 
 from course import check, lm
 
@@ -28,24 +29,6 @@ def test_a_crash_shows_the_generator_it_was_given_by_its_seed(verdict):
 
 
 # ---------------------------------------- a failure names its case and what was seen ----
-
-
-def _filtered(scores, top_k, top_p):
-    """Right top-k (on scores) and top-p: the probabilities."""
-    if top_k is not None:
-        kth = scores.topk(top_k, dim=-1).values[..., -1:]
-        scores = scores.masked_fill(scores < kth, float("-inf"))
-    probs = scores.softmax(dim=-1)
-    if top_p is not None:
-        sorted_probs, order = probs.sort(dim=-1, descending=True)
-        drop = sorted_probs.cumsum(-1) - sorted_probs >= top_p
-        probs = probs.masked_fill(torch.zeros_like(drop).scatter(-1, order, drop), 0.0)
-    return probs
-
-
-def _draw(probs, logits, generator):
-    ids = torch.multinomial(probs.reshape(-1, probs.shape[-1]), 1, generator=generator)
-    return ids.reshape(logits.shape[:-1])
 
 
 def boundary_dropped(logits, temperature=1.0, top_k=None, top_p=None, generator=None):
