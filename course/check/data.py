@@ -85,7 +85,7 @@ _RECIPE = (
 class _Items(list):
     """The items handed to the answer: a plain list, whose repr fits in a verdict."""
 
-    def __init__(self, items=(), shown: str = "items"):
+    def __init__(self, items, shown: str):
         super().__init__(items)
         self.shown = shown
 
@@ -130,59 +130,115 @@ class _Case:
         return self.group(item)
 
 
+def _lines(text: str) -> tuple[str, ...]:
+    """The lines of an indented block of text, stripped."""
+    return tuple(line.strip() for line in text.strip().splitlines())
+
+
+def _table(text: str) -> tuple[tuple[str, ...], ...]:
+    """(French, English) pairs written one a line as `French | English`."""
+    return tuple(tuple(side.strip() for side in line.split("|")) for line in _lines(text))
+
+
 # English sentences with several French translations, as Tatoeba has them (the file puts
 # one English sentence's pairs next to each other); "Salut !", "Bonjour !" and
 # "Fais attention !" translate two English sentences each; ("Salut !", "Hi.") is there twice,
 # the second time at the end.
-_PAIRS = (
-    ("Va !", "Go."), ("Allez !", "Go."), ("Bouge !", "Go."),
-    ("Salut !", "Hi."), ("Bonjour !", "Hi."),
-    ("Cours !", "Run!"), ("Courez !", "Run!"),
-    ("Attends !", "Wait!"), ("Attendez !", "Wait!"),
-    ("Salut !", "Hello."), ("Bonjour !", "Hello."),
-    ("Merci !", "Thank you."),
-    ("À l'aide !", "Help!"), ("Au secours !", "Help!"),
-    ("Qui êtes-vous ?", "Who are you?"), ("Qui es-tu ?", "Who are you?"),
-    ("Je vois.", "I see."), ("Je comprends.", "I see."), ("Aha.", "I see."),
-    ("Entre.", "Come in."), ("Entrez.", "Come in."),
-    ("Assieds-toi !", "Sit down."), ("Asseyez-vous !", "Sit down."),
-    ("J'ai froid.", "I'm cold."),
-    ("Je suis fatigué.", "I'm tired."), ("Je suis fatiguée.", "I'm tired."),
-    ("Je suis épuisé.", "I'm tired."), ("Je suis épuisée.", "I'm tired."),
-    ("Il est tard.", "It's late."),
-    ("Tais-toi !", "Be quiet."), ("Taisez-vous !", "Be quiet."), ("Silence !", "Be quiet."),
-    ("Attention !", "Look out!"), ("Fais attention !", "Look out!"),
-    ("Bonne nuit !", "Good night."),
-    ("Je suis à la maison.", "I'm home."), ("Je suis chez moi.", "I'm home."),
-    ("Arrête !", "Stop!"), ("Arrêtez !", "Stop!"), ("Stop !", "Stop!"),
-    ("Fais attention !", "Be careful."), ("Sois prudent.", "Be careful."),
-    ("Salut !", "Hi."),
-)  # fmt: skip
+_PAIRS = _table("""
+    Va !                 | Go.
+    Allez !              | Go.
+    Bouge !              | Go.
+    Salut !              | Hi.
+    Bonjour !            | Hi.
+    Cours !              | Run!
+    Courez !             | Run!
+    Attends !            | Wait!
+    Attendez !           | Wait!
+    Salut !              | Hello.
+    Bonjour !            | Hello.
+    Merci !              | Thank you.
+    À l'aide !           | Help!
+    Au secours !         | Help!
+    Qui êtes-vous ?      | Who are you?
+    Qui es-tu ?          | Who are you?
+    Je vois.             | I see.
+    Je comprends.        | I see.
+    Aha.                 | I see.
+    Entre.               | Come in.
+    Entrez.              | Come in.
+    Assieds-toi !        | Sit down.
+    Asseyez-vous !       | Sit down.
+    J'ai froid.          | I'm cold.
+    Je suis fatigué.     | I'm tired.
+    Je suis fatiguée.    | I'm tired.
+    Je suis épuisé.      | I'm tired.
+    Je suis épuisée.     | I'm tired.
+    Il est tard.         | It's late.
+    Tais-toi !           | Be quiet.
+    Taisez-vous !        | Be quiet.
+    Silence !            | Be quiet.
+    Attention !          | Look out!
+    Fais attention !     | Look out!
+    Bonne nuit !         | Good night.
+    Je suis à la maison. | I'm home.
+    Je suis chez moi.    | I'm home.
+    Arrête !             | Stop!
+    Arrêtez !            | Stop!
+    Stop !               | Stop!
+    Fais attention !     | Be careful.
+    Sois prudent.        | Be careful.
+    Salut !              | Hi.
+""")
 
 # The English sentence in several spellings: one group once lowercased.
-_SPELLINGS = (
-    ("Va !", "Go."), ("Allez !", "go."), ("Vas-y !", "Go."),
-    ("Salut !", "Hi."), ("Salut !", "hi."),
-    ("Cours !", "Run!"), ("Courez !", "run!"), ("Fuyez !", "RUN!"),
-    ("J'ai froid.", "I'm cold."),
-    ("Attends !", "Wait!"), ("Attendez !", "wait!"),
-    ("Je suis fatigué.", "I'm tired."), ("Je suis fatiguée.", "I'm Tired."),
-    ("Je suis crevé.", "i'm tired."),
-    ("Merci !", "Thanks!"), ("Merci.", "thanks!"),
-    ("Il est tard.", "It's late."),
-    ("Entrez !", "Come in!"), ("Entre !", "Come In!"),
-    ("Au revoir !", "Goodbye!"), ("Salut !", "goodbye!"),
-    ("Bonne nuit !", "Good night."), ("Bonne nuit.", "Good Night."),
-    ("Je vois.", "I see."), ("Aha.", "I see."), ("Je comprends.", "i see."),
-    ("Je suis prêt.", "I'm ready."),
-    ("Silence !", "Quiet!"), ("Tais-toi !", "quiet!"),
-    ("Il pleut.", "It's raining."), ("Il pleut !", "It's Raining."),
-)  # fmt: skip
+_SPELLINGS = _table("""
+    Va !              | Go.
+    Allez !           | go.
+    Vas-y !           | Go.
+    Salut !           | Hi.
+    Salut !           | hi.
+    Cours !           | Run!
+    Courez !          | run!
+    Fuyez !           | RUN!
+    J'ai froid.       | I'm cold.
+    Attends !         | Wait!
+    Attendez !        | wait!
+    Je suis fatigué.  | I'm tired.
+    Je suis fatiguée. | I'm Tired.
+    Je suis crevé.    | i'm tired.
+    Merci !           | Thanks!
+    Merci.            | thanks!
+    Il est tard.      | It's late.
+    Entrez !          | Come in!
+    Entre !           | Come In!
+    Au revoir !       | Goodbye!
+    Salut !           | goodbye!
+    Bonne nuit !      | Good night.
+    Bonne nuit.       | Good Night.
+    Je vois.          | I see.
+    Aha.              | I see.
+    Je comprends.     | i see.
+    Je suis prêt.     | I'm ready.
+    Silence !         | Quiet!
+    Tais-toi !        | quiet!
+    Il pleut.         | It's raining.
+    Il pleut !        | It's Raining.
+""")
 
-_SORRY = (
-    "Je suis désolé.", "Je suis désolée.", "Désolé.", "Désolée.", "Pardon.", "Excuse-moi.",
-    "Excusez-moi.", "Je m'excuse.", "Toutes mes excuses.", "Je regrette.", "Navré.", "Navrée.",
-)  # fmt: skip
+_SORRY = _lines("""
+    Je suis désolé.
+    Je suis désolée.
+    Désolé.
+    Désolée.
+    Pardon.
+    Excuse-moi.
+    Excusez-moi.
+    Je m'excuse.
+    Toutes mes excuses.
+    Je regrette.
+    Navré.
+    Navrée.
+""")
 _CATS = tuple((f"J'ai {n} chats.", f"I have {n} cats.") for n in range(2, 26))
 _AGES = tuple((f"J'ai {n} ans.", f"I'm {n} years old.") for n in range(10, 40))
 
