@@ -432,6 +432,14 @@ class TargetEmbeddedWithSourceTable(Good):
         return self.out(self.final(y))
 
 
+class SourceEmbeddedWithTargetTable(Good):
+    def encode(self, src, src_mask):
+        x = self.embed(self.tgt_embed, src)
+        for layer in self.encoder_layers:
+            x = layer(x, src_mask)
+        return x if self.encoder_norm is None else self.encoder_norm(x)
+
+
 class PositionsLearned(Good):
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
@@ -501,10 +509,14 @@ WRONG = {
     LayersNotChained: diagnoses.LAYERS_NOT_CHAINED.format(stack="encoder"),
     LayersWithTheDefaultRate: "drops at rate 0.1, but dropout=0.0 was asked",
     LayersAlwaysPostLN: "is built with norm_first=False, but the model with norm_first=True",
-    TargetEmbeddedWithSourceTable: "the target in tgt_embed (tgt_vocab rows)",
+    # the checker's source vocabulary is the larger: the target's ids fit in src_embed
+    TargetEmbeddedWithSourceTable: "the target is embedded with src_embed: the decoder's "
+    "tokens are looked up in their own table, self.tgt_embed(tgt)",
+    SourceEmbeddedWithTargetTable: "the source is embedded with tgt_embed: the encoder's "
+    "tokens are looked up in their own table, self.src_embed(src)",
     PositionsLearned: "the sinusoidal table is a parameter (pe)",
     MemoryDropped: diagnoses.MEMORY_DROPPED.format(norm=""),
-    ReturnsTheDecoderState: "has shape (2, 5, 12), expected (2, 5, 13)",
+    ReturnsTheDecoderState: "has shape (2, 5, 12), expected (2, 5, 11)",
     BatchOfOneOnly: "Check the masks' shapes",
     CrashesInForward: "your code raised TypeError",
 }
@@ -860,7 +872,7 @@ class DecodeMasksWithTheMemoryLength(Good):
 EXTRA = {
     DecodeBuildsOnlyTheCausalMask: diagnoses.DECODE_NO_TGT_PADDING,
     EncodeWithoutTheFinalNorm: diagnoses.ENCODE_NO_NORM,
-    DecodeReturnsTheDecoderState: "has shape (2, 5, 12), expected (2, 5, 13)",
+    DecodeReturnsTheDecoderState: "has shape (2, 5, 12), expected (2, 5, 11)",
     DropoutRateHardCoded: "changes the output although dropout=0.0",
     PositionsOfTheBatchLength: "each side adds its own positions, pe[:T] with its own length",
     InvertedPaddingMasks: diagnoses.INVERTED_MASKS,

@@ -6,6 +6,8 @@ showed that an altered diagnosis went unnoticed. Here each wrong answer's messag
 checked for the key words a learner reads, as written in the lesson's terms.
 """
 
+import re
+
 import pytest
 import test_check_assembly as answers
 
@@ -111,3 +113,82 @@ def test_each_diagnosis_says_the_mistake_in_so_many_words(answer, verdict):
     passed, printed = verdict(check.EncoderDecoder, answer)
     assert passed is False and printed.startswith("❌ EncoderDecoder: "), printed
     assert SAID[answer] in printed, printed
+
+
+# ------------------------------------------------------------ the signature ----------
+
+SIGNATURE = (
+    "EncoderDecoder(src_vocab, tgt_vocab, d_model=512, n_heads=8, n_layers=6, d_ff=2048, "
+    "dropout=0.1, norm_first=False, max_len=5000, pad_id=0, tie_embeddings=False)"
+)
+
+
+class HeadsBeforeWidth(answers.Good):
+    """n_heads and d_model swapped in the signature: the notebooks pass them positionally."""
+
+    def __init__(
+        self,
+        src_vocab,
+        tgt_vocab,
+        n_heads=8,
+        d_model=512,
+        n_layers=6,
+        d_ff=2048,
+        dropout=0.1,
+        norm_first=False,
+        max_len=5000,
+        pad_id=0,
+        tie_embeddings=False,
+    ):
+        super().__init__(
+            src_vocab,
+            tgt_vocab,
+            d_model,
+            n_heads,
+            n_layers,
+            d_ff,
+            dropout,
+            norm_first,
+            max_len,
+            pad_id,
+            tie_embeddings,
+        )
+
+
+class OnlyTheFirstEight(answers.Good):
+    """The signature's first line only: no max_len, pad_id or tie_embeddings."""
+
+    def __init__(
+        self,
+        src_vocab,
+        tgt_vocab,
+        d_model=512,
+        n_heads=8,
+        n_layers=6,
+        d_ff=2048,
+        dropout=0.1,
+        norm_first=False,
+    ):
+        super().__init__(
+            src_vocab, tgt_vocab, d_model, n_heads, n_layers, d_ff, dropout, norm_first
+        )
+
+
+def test_parameters_in_another_order_are_named_with_the_lessons_signature(verdict):
+    passed, printed = verdict(check.EncoderDecoder, HeadsBeforeWidth)
+    assert passed is False
+    assert "your parameters come in the order (src_vocab, tgt_vocab, n_heads, d_model," in printed
+    assert f"the lesson's signature is {SIGNATURE}, and the notebooks pass" in printed, printed
+
+
+def test_a_missing_parameter_is_answered_with_the_inputs_and_the_lessons_signature(verdict):
+    passed, printed = verdict(check.EncoderDecoder, OnlyTheFirstEight)
+    assert passed is False
+    inputs = (
+        r"on inputs src_vocab=\d+, tgt_vocab=\d+, d_model=\d+, n_heads=\d+, n_layers=\d+, "
+        r"d_ff=\d+, dropout=0\.\d+, norm_first=(False|True), max_len=\d+, pad_id=\d+, "
+        r"tie_embeddings=(False|True) your code raised TypeError: "
+    )
+    assert re.search(inputs, printed), printed
+    assert "unexpected keyword argument 'max_len'" in printed, printed
+    assert printed.rstrip().endswith(f"The constructor's signature is {SIGNATURE}"), printed

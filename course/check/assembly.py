@@ -65,7 +65,7 @@ from course.masking import causal_mask, padding_mask
 from course.multihead import MultiHeadAttention
 
 _D, _H, _FF, _N = 12, 3, 20, 2  # d_model, h, d_ff, n_layers: every size differs
-_SRC_V, _TGT_V, _TIED_V = 11, 13, 14  # vocabularies: untied (two sizes), tied (one)
+_SRC_V, _TGT_V, _TIED_V = 13, 11, 14  # vocabularies: untied (two sizes), tied (one)
 _MAX_LEN = 40
 _SIGNATURE = (
     "EncoderDecoder(src_vocab, tgt_vocab, d_model=512, n_heads=8, n_layers=6, d_ff=2048, "
@@ -179,6 +179,10 @@ SOFTMAX = (
 TGT_WITH_SRC_TABLE = (
     "the target is embedded with src_embed: the decoder's tokens are looked up in their own "
     "table, self.tgt_embed(tgt) (one matrix only when tie_embeddings=True)"
+)
+SRC_WITH_TGT_TABLE = (
+    "the source is embedded with tgt_embed: the encoder's tokens are looked up in their own "
+    "table, self.src_embed(src) (one matrix only when tie_embeddings=True)"
 )
 LAYERS_NOT_CHAINED = (
     "every {stack} layer reads the embeddings, and only the last one's output is kept: each "
@@ -508,8 +512,8 @@ def _run(module, src, tgt, what: str) -> torch.Tensor:
 
 def _variant(ref, src, tgt, *, scale="sqrt d_model", positions="added", pad=None,
              enc_mask="padding", dec_mask="causal & padding", cross_mask="source padding",
-             final=("encoder_norm", "decoder_norm"), extra=(), unchained=(), tgt_table="tgt_embed",
-             softmax=False, detach=False, inverted=False) -> torch.Tensor:  # fmt: skip
+             final=("encoder_norm", "decoder_norm"), extra=(), unchained=(), src_table="src_embed",
+             tgt_table="tgt_embed", softmax=False, detach=False, inverted=False) -> torch.Tensor:  # fmt: skip
     """The reference's forward (eval mode), from its own parts, with one mistake switched on.
 
     scale: "sqrt d_model", "none", "sqrt d_k", "d_model"; positions: "added", "none",
@@ -520,7 +524,8 @@ def _variant(ref, src, tgt, *, scale="sqrt d_model", positions="added", pad=None
     decoder's mask) / "target padding". final: the final norms applied (pre-LN), in the
     order (on the memory, before out); extra: "encoder" / "decoder", a plain LayerNorm added
     there (post-LN); unchained: "encoder" / "decoder", where every layer reads the embeddings;
-    inverted: the padding masks True on the padding.
+    src_table / tgt_table: the table each side is looked up in; inverted: the padding masks
+    True on the padding.
     """
     d = _D
     pad = ref.pad_id if pad is None else pad
@@ -550,7 +555,7 @@ def _variant(ref, src, tgt, *, scale="sqrt d_model", positions="added", pad=None
     norms = {"encoder_norm": ref.encoder_norm, "decoder_norm": ref.decoder_norm}
     first, last = (norms.get(n) for n in final) if len(final) == 2 else (None, None)
 
-    x = first_x = embed("src_embed", src)
+    x = first_x = embed(src_table, src)
     for layer in ref.encoder_layers:
         x = layer(first_x if "encoder" in unchained else x, enc)  # (B, T_src, d_model)
     if first is not None:
@@ -601,6 +606,8 @@ def _mistakes(ref, src, tgt, norm_first: bool, tie: bool) -> dict[str, torch.Ten
             )
     if not tie:
         candidates.append((TGT_WITH_SRC_TABLE, lambda: run(tgt_table="src_embed")))
+        if int(src.max()) < ref.tgt_vocab:  # else looking the source up in tgt_embed crashes
+            candidates.append((SRC_WITH_TGT_TABLE, lambda: run(src_table="tgt_embed")))
     if norm_first:
         candidates += [
             (NO_FINAL_NORMS, lambda: run(final=())),
