@@ -512,8 +512,9 @@ def _run(module, src, tgt, what: str) -> torch.Tensor:
 
 def _variant(ref, src, tgt, *, scale="sqrt d_model", positions="added", pad=None,
              enc_mask="padding", dec_mask="causal & padding", cross_mask="source padding",
-             final=("encoder_norm", "decoder_norm"), extra=(), unchained=(), src_table="src_embed",
-             tgt_table="tgt_embed", softmax=False, detach=False, inverted=False) -> torch.Tensor:  # fmt: skip
+             final=("encoder_norm", "decoder_norm"), extra=(), unchained=(),
+             src_table="src_embed", tgt_table="tgt_embed", softmax=False, detach=False,
+             inverted=False) -> torch.Tensor:  # fmt: skip
     """The reference's forward (eval mode), from its own parts, with one mistake switched on.
 
     scale: "sqrt d_model", "none", "sqrt d_k", "d_model"; positions: "added", "none",
