@@ -733,12 +733,16 @@ def _expect_random_groups(judge: _Judge) -> None:
 
 def _expect_hash_independent(judge: _Judge) -> None:
     """The same seed gives the same split whatever the keys' hashes (which, for strings,
-    change with PYTHONHASHSEED from one process to the next)."""
+    change with PYTHONHASHSEED from one process to the next). Each split is judged as the
+    others are: a split that is the same whatever the hashes must still be a right one."""
     splits = []
     try:
         for salt in (0, 1):
             Sentence.SALT = salt
-            splits.append(judge.split(_HASHED, 0.2, 3))
+            split = judge.split(_HASHED, 0.2, 3)
+            _expect_whole_groups(judge, split)
+            _expect_size(judge, split)
+            splits.append(split)
     finally:
         Sentence.SALT = 0
     first, second = (Counter(s.test) for s in splits)
