@@ -158,3 +158,57 @@ def test_the_global_generators_changed_are_named_with_the_call(verdict):
         "module itself) and numpy's global generator (np.random.seed(seed)"
     ) in printed, printed
     assert "torch's" not in printed, printed
+
+
+# ------------------------------------------------ which case a verdict names ----------
+# A learner reads which inputs broke the answer: the case, in words, with its group function.
+
+CASES = [
+    (43, "(French, English) pairs, grouped by the English sentence", "lambda pair: pair[1]"),
+    (30, "pairs, each English sentence once (one pair per group)", "lambda pair: pair[1]"),
+    (36, "pairs, 12 of them in one group", "lambda pair: pair[1]"),
+    (31, "pairs grouped by the lowercased English", "lambda pair: pair[1].lower()"),
+    (24, "Example records grouped by english_id", "lambda example: example.english_id"),
+]
+
+
+@pytest.mark.parametrize("size, what, group", CASES, ids=[w for _, w, _ in CASES])
+def test_a_crash_names_the_case_it_happened_on(size, what, group, verdict):
+    def crashes_on_one_case(items, group, test_fraction, seed):
+        if len(items) == size:
+            raise RuntimeError("a bug of its own")
+        return _right(items, group, test_fraction, seed)
+
+    passed, printed = verdict(check.grouped_split, crashes_on_one_case)
+    assert passed is False
+    said = (
+        rf"❌ grouped_split: on inputs items=<{re.escape(f'{size} {what}')}>, "
+        rf"group={re.escape(group)}, test_fraction=0\.\d, seed=\d+ "
+        r"your code raised RuntimeError: a bug of its own"
+    )
+    assert re.match(said, printed), printed
+
+
+def keys_compared_with_equals(items, group, test_fraction, seed):
+    """Correct: the groups collected in a list, each key found with ==, not in a dict."""
+    keys, members = [], []
+    for item in items:
+        key = group(item)
+        for i, known in enumerate(keys):
+            if known == key:
+                members[i].append(item)
+                break
+        else:
+            keys.append(key)
+            members.append([item])
+    random.Random(seed).shuffle(members)
+    target = round(test_fraction * len(items))
+    train, test = [], []
+    for group_items in members:
+        (test if len(test) < target else train).extend(group_items)
+    return train, test
+
+
+def test_groups_found_by_equality_rather_than_by_hash_are_accepted(verdict):
+    passed, printed = verdict(check.grouped_split, keys_compared_with_equals)
+    assert passed is True, printed
