@@ -10,8 +10,13 @@ import re
 
 import pytest
 import test_check_assembly as answers
+import torch
+from torch import nn
 
 from course import check
+from course.layers import LayerNorm
+from course.masking import padding_mask
+from course.positional import sinusoidal_encoding
 
 SAID = {
     answers.NoScale: "the embeddings are not multiplied by sqrt(d_model): the paper scales each "
@@ -192,3 +197,158 @@ def test_a_missing_parameter_is_answered_with_the_inputs_and_the_lessons_signatu
     assert re.search(inputs, printed), printed
     assert "unexpected keyword argument 'max_len'" in printed, printed
     assert printed.rstrip().endswith(f"The constructor's signature is {SIGNATURE}"), printed
+
+
+# --------------------------------------------- more wrong answers, their full words ----------
+
+
+class DecodeBuildsOnlyThePaddingMask(answers.Good):
+    """decode, given no target mask, masks the target's padding and forgets the causal part."""
+
+    def decode(self, tgt, memory, src_mask, tgt_mask=None):
+        if tgt_mask is None:
+            tgt_mask = padding_mask(tgt, self.pad_id)
+        return self.run_decoder(tgt, memory, tgt_mask, src_mask)
+
+
+class ForwardWantsTheMasks(answers.Good):
+    """forward(src, tgt, src_mask, tgt_mask), as the Annotated Transformer's model is called."""
+
+    def forward(self, src, tgt, src_mask, tgt_mask):
+        return self.decode(tgt, self.encode(src, src_mask), src_mask, tgt_mask)
+
+
+class PreLNWithoutDecoderNormModule(answers.Good):
+    def build(self, d_model, n_heads, n_layers, d_ff, dropout, norm_first):
+        super().build(d_model, n_heads, n_layers, d_ff, dropout, norm_first)
+        self.decoder_norm = None
+
+    def final(self, y):
+        return y
+
+
+class PostLNWithADecoderNorm(answers.Good):
+    """A final norm on the decoder only, as some post-LN code keeps "to be safe"."""
+
+    def build(self, d_model, n_heads, n_layers, d_ff, dropout, norm_first):
+        super().build(d_model, n_heads, n_layers, d_ff, dropout, norm_first)
+        if not norm_first:
+            self.decoder_norm = LayerNorm(d_model)
+
+
+class OutputTiedToTheTargetTable(answers.Good):
+    """Press & Wolf's tying of the decoder's input and output tables, always, even when
+    tie_embeddings=False."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.out.weight = self.tgt_embed.weight
+
+
+class OutputTiedToTheSourceTable(answers.Good):
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        if self.out.weight.shape == self.src_embed.weight.shape:
+            self.out.weight = self.src_embed.weight
+
+
+class OnlyTheTargetTableTied(answers.Good):
+    def tie(self):
+        self.tgt_embed.weight = self.src_embed.weight
+
+
+class FinalNormsWithoutGainAndBias(answers.Good):
+    """nn.LayerNorm(d_model, elementwise_affine=False) for the pre-LN final norms."""
+
+    def build(self, d_model, n_heads, n_layers, d_ff, dropout, norm_first):
+        super().build(d_model, n_heads, n_layers, d_ff, dropout, norm_first)
+        if norm_first:
+            self.encoder_norm = nn.LayerNorm(d_model, elementwise_affine=False)
+            self.decoder_norm = nn.LayerNorm(d_model, elementwise_affine=False)
+
+
+MORE = {
+    DecodeBuildsOnlyThePaddingMask: "decode(tgt, memory, src_mask), called as lesson 09 calls "
+    "it (greedy decoding gives no target mask), runs the decoder's self-attention without the "
+    "causal mask: every target position sees the ones after it. forward may build the mask "
+    "and pass it on, but decode must build it itself when it is given none",
+    ForwardWantsTheMasks: "your code raised TypeError: ForwardWantsTheMasks.forward() missing 2 "
+    "required positional arguments: 'src_mask' and 'tgt_mask'. The model is called as "
+    "model(src, tgt): two (B, T) tensors of token ids",
+    answers.LayersAlwaysPostLN: "self.encoder_layers[0] is built with norm_first=False, but the "
+    "model with norm_first=True: pass norm_first on to every layer, reference.EncoderLayer("
+    "d_model, n_heads, d_ff, dropout, norm_first)",
+    answers.LayersWithTheDefaultRate: "self.encoder_layers[0] drops at rate 0.1, but "
+    "dropout=0.0 was asked: pass dropout on to every layer, reference.EncoderLayer(d_model, "
+    "n_heads, d_ff, dropout, norm_first)",
+    PreLNWithoutDecoderNormModule: "in pre-LN (norm_first=True) the decoder ends with a "
+    "LayerNorm: self.decoder_norm = LayerNorm(d_model) when norm_first, else None (found None)",
+    PostLNWithADecoderNorm: "in post-LN (norm_first=False) the decoder's output is normalised "
+    "once more at the end: each post-LN layer ends with its own LayerNorm already, so the "
+    "paper's model has no final norm (self.encoder_norm = self.decoder_norm = None; "
+    "torch.nn.Transformer adds them anyway): self.decoder_norm = None when norm_first is False",
+    OutputTiedToTheTargetTable: "tie_embeddings=False, but tgt_embed and out share one matrix: "
+    "tie them only when asked",
+    OutputTiedToTheSourceTable: "tie_embeddings=False, but src_embed and out share one matrix",
+    OnlyTheTargetTableTied: "tie_embeddings=True asks for one matrix in three places, but "
+    "self.out.weight is not src_embed's matrix: make them the same nn.Parameter",
+    FinalNormsWithoutGainAndBias: "your model lacks parameters of the course's model: "
+    "encoder_norm.weight, encoder_norm.bias, decoder_norm.weight, decoder_norm.bias",
+}
+
+
+@pytest.mark.parametrize("answer", MORE, ids=[a.__name__ for a in MORE])
+def test_more_wrong_answers_are_named_in_full(answer, verdict):
+    passed, printed = verdict(check.EncoderDecoder, answer)
+    assert passed is False and printed.startswith("❌ EncoderDecoder: "), printed
+    assert MORE[answer] in printed, printed
+
+
+class TiedWithTheTargetTableFirst(answers.Good):
+    """Correct: tgt_embed made before src_embed and the source tied to it, so that the
+    shared matrix's first name (the one named_parameters() gives) is tgt_embed.weight."""
+
+    def __init__(
+        self,
+        src_vocab,
+        tgt_vocab,
+        d_model=512,
+        n_heads=8,
+        n_layers=6,
+        d_ff=2048,
+        dropout=0.1,
+        norm_first=False,
+        max_len=5000,
+        pad_id=0,
+        tie_embeddings=False,
+    ):
+        nn.Module.__init__(self)
+        self.d_model, self.n_heads, self.pad_id = d_model, n_heads, pad_id
+        self.tgt_embed = nn.Embedding(tgt_vocab, d_model)
+        self.src_embed = nn.Embedding(src_vocab, d_model)
+        self.register_buffer("pe", sinusoidal_encoding(max_len, d_model), persistent=False)
+        self.dropout = nn.Dropout(dropout)
+        self.build(d_model, n_heads, n_layers, d_ff, dropout, norm_first)
+        self.out = nn.Linear(d_model, tgt_vocab)
+        if tie_embeddings:
+            self.src_embed.weight = self.tgt_embed.weight
+            self.out.weight = self.tgt_embed.weight
+
+
+def test_a_tied_model_whose_target_table_comes_first_is_accepted(verdict):
+    assert [n for n, _ in TiedWithTheTargetTableFirst(14, 14, 12, 3, 2, 20, tie_embeddings=True)
+            .named_parameters()][0] == "tgt_embed.weight"  # fmt: skip
+    passed, printed = verdict(check.EncoderDecoder, TiedWithTheTargetTableFirst)
+    assert passed is True, printed
+
+
+def test_an_id_past_its_table_is_explained():
+    """torch's own words for an id past an embedding table get the checker's hint."""
+    from course.check.assembly import _call_hint
+
+    with pytest.raises(IndexError) as raised:
+        nn.Embedding(3, 2)(torch.tensor([3]))
+    assert _call_hint(str(raised.value)) == (
+        "An embedding was given ids outside its vocabulary: the source is looked up in "
+        "src_embed (src_vocab rows), the target in tgt_embed (tgt_vocab rows)"
+    )
