@@ -352,3 +352,64 @@ def test_an_id_past_its_table_is_explained():
         "An embedding was given ids outside its vocabulary: the source is looked up in "
         "src_embed (src_vocab rows), the target in tgt_embed (tgt_vocab rows)"
     )
+
+
+class OutputOverTheSourceVocabulary(answers.Good):
+    def __init__(self, src_vocab, tgt_vocab, *args, **kwargs):
+        super().__init__(src_vocab, tgt_vocab, *args, **kwargs)
+        self.out = nn.Linear(self.d_model, src_vocab)
+
+
+def make_model(
+    src_vocab,
+    tgt_vocab,
+    d_model=512,
+    n_heads=8,
+    n_layers=6,
+    d_ff=2048,
+    dropout=0.1,
+    norm_first=False,
+    max_len=5000,
+    pad_id=0,
+    tie_embeddings=False,
+):
+    """A builder function, as the Annotated Transformer's make_model, that forgot its return."""
+    answers.Good(src_vocab, tgt_vocab, d_model, n_heads, n_layers, d_ff, dropout, norm_first,
+                 max_len, pad_id, tie_embeddings)  # fmt: skip
+
+
+def test_an_output_layer_of_the_wrong_size_is_named(verdict):
+    passed, printed = verdict(check.EncoderDecoder, OutputOverTheSourceVocabulary)
+    assert passed is False
+    assert "self.out should be nn.Linear(d_model, tgt_vocab) = nn.Linear(" in printed, printed
+    assert "the scores over the target vocabulary; found Linear(in_features=" in printed, printed
+
+
+def test_a_builder_that_returns_nothing_is_told_what_to_write(verdict):
+    passed, printed = verdict(check.EncoderDecoder, make_model)
+    assert passed is False
+    assert re.search(
+        r"EncoderDecoder\(\d+, \d+, .*\) gave a NoneType, not an nn\.Module: write "
+        r"`class EncoderDecoder\(nn\.Module\)`",
+        printed,
+    ), printed
+
+
+class LogitsScaledLikeScores(answers.Good):
+    """The logits divided by sqrt(d_model), as the attention scores are: no diagnosis has a
+    name for it, so the verdict shows the values."""
+
+    def forward(self, src, tgt):
+        return super().forward(src, tgt) / self.d_model**0.5
+
+
+def test_the_call_a_verdict_shows_builds_the_model_it_judged(verdict):
+    """The model in a verdict is shown as a call a learner can paste to rebuild it."""
+    passed, printed = verdict(check.EncoderDecoder, LogitsScaledLikeScores)
+    assert passed is False
+    shown = re.search(r"the output of (EncoderDecoder\(.*?\)) in eval mode", printed)
+    assert shown, printed
+    model = eval(shown.group(1), {"EncoderDecoder": answers.Good})  # noqa: S307 - our own text
+    assert isinstance(model, answers.Good)
+    assert model.src_embed.num_embeddings != model.tgt_embed.num_embeddings  # untied: two sizes
+    assert len(model.encoder_layers) >= 2 and model.encoder_norm is None  # post-LN
