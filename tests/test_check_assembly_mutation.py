@@ -11,11 +11,12 @@ import re
 import pytest
 import test_check_assembly as answers
 import torch
+import torch.nn.functional as F
 from torch import nn
 
 from course import check
 from course.layers import LayerNorm
-from course.masking import padding_mask
+from course.masking import causal_mask, decoder_mask, padding_mask
 from course.positional import sinusoidal_encoding
 
 SAID = {
@@ -413,3 +414,100 @@ def test_the_call_a_verdict_shows_builds_the_model_it_judged(verdict):
     assert isinstance(model, answers.Good)
     assert model.src_embed.num_embeddings != model.tgt_embed.num_embeddings  # untied: two sizes
     assert len(model.encoder_layers) >= 2 and model.encoder_norm is None  # post-LN
+
+
+# ------------------------------------------- mistakes named by the values they give ----------
+
+
+class DecoderLayersNotChained(answers.Good):
+    def run_decoder(self, tgt, memory, tgt_mask, src_mask):
+        y = self.embed(self.tgt_embed, tgt)
+        for layer in self.decoder_layers:
+            h = layer(y, memory, tgt_mask, src_mask)  # <- every layer reads the embeddings
+        return self.out(self.final(h))
+
+
+class NoStackChained(answers.LayersNotChained, DecoderLayersNotChained):
+    pass
+
+
+class PostLNFunctionalNormOnTheMemory(answers.Good):
+    def encode(self, src, src_mask):
+        return F.layer_norm(super().encode(src, src_mask), (self.d_model,))
+
+
+class PostLNFunctionalNormsOnBoth(
+    PostLNFunctionalNormOnTheMemory, answers.PostLNFunctionalFinalNorm
+):
+    pass
+
+
+CHAINS_AND_NORMS = {
+    DecoderLayersNotChained: "every decoder layer reads the embeddings, and only the last one's "
+    "output is kept",
+    NoStackChained: "every encoder and decoder layer reads the embeddings, and only the last "
+    "one's output is kept",
+    PostLNFunctionalNormOnTheMemory: "in post-LN (norm_first=False) the encoder's output is "
+    "normalised once more at the end",
+    PostLNFunctionalNormsOnBoth: "in post-LN (norm_first=False) the output of both stacks is "
+    "normalised once more at the end",
+}
+
+
+@pytest.mark.parametrize("answer", CHAINS_AND_NORMS, ids=[a.__name__ for a in CHAINS_AND_NORMS])
+def test_unchained_stacks_and_functional_norms_are_named_by_where(answer, verdict):
+    passed, printed = verdict(check.EncoderDecoder, answer)
+    assert passed is False, printed
+    assert CHAINS_AND_NORMS[answer] in printed, printed
+
+
+@pytest.mark.parametrize("hard_coded", [1, 2, 3])
+def test_a_hard_coded_pad_id_is_named_whichever_it_is(hard_coded, verdict):
+    """fairseq's dictionaries put <pad> at 1; any constant in place of self.pad_id is
+    named with the id it used, on the first case whose pad_id differs."""
+
+    class PadIdHardCoded(answers.Good):
+        def masks(self, src, tgt):
+            return padding_mask(src, hard_coded), decoder_mask(tgt, hard_coded)
+
+    passed, printed = verdict(check.EncoderDecoder, PadIdHardCoded)
+    assert passed is False
+    assert re.search(
+        rf"the masks are built from token id {hard_coded}, not from pad_id=\d: use the pad_id "
+        "the model was built with",
+        printed,
+    ), printed
+
+
+class MasksFromLengths(answers.Good):
+    """Correct: the padding masks from each sentence's length (the real tokens come first,
+    then padding), as code that keeps lengths builds them."""
+
+    def masks(self, src, tgt):
+        def from_lengths(tokens):
+            lengths = (tokens != self.pad_id).sum(dim=1)  # (B,)
+            return (torch.arange(tokens.shape[1]) < lengths[:, None])[:, None, None, :]
+
+        return from_lengths(src), from_lengths(tgt) & causal_mask(tgt.shape[1])
+
+
+def test_masks_built_from_lengths_are_accepted(verdict):
+    passed, printed = verdict(check.EncoderDecoder, MasksFromLengths)
+    assert passed is True, printed
+
+
+@pytest.mark.parametrize("pad_id", [0, 1, 3])
+def test_the_checkers_sentences_are_real_tokens_then_padding(pad_id):
+    """What its docstring promises: pad_id never among the real tokens, a 0 among them
+    when pad_id is not 0 (so that a hard-coded 0 shows), padding after the lengths."""
+    from course.check.assembly import _tokens
+
+    gen = torch.Generator().manual_seed(pad_id)
+    lengths, T, vocab = [20, 8, 14], 20, 5  # 42 real tokens drawn from 4 ids
+    ids = _tokens(gen, lengths, T, vocab, pad_id)
+    assert ids.shape == (3, T) and ids.dtype == torch.long
+    real = torch.arange(T) < torch.tensor(lengths)[:, None]
+    assert (ids[real] != pad_id).all() and (ids[~real] == pad_id).all()
+    assert ids.min() >= 0 and ids.max() < vocab
+    if pad_id != 0:
+        assert (ids[:, 0] == 0).all()
