@@ -15,7 +15,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from course import check
-from course.layers import LayerNorm
+from course.layers import DecoderLayer, LayerNorm
 from course.masking import causal_mask, decoder_mask, padding_mask
 from course.positional import sinusoidal_encoding
 
@@ -511,3 +511,49 @@ def test_the_checkers_sentences_are_real_tokens_then_padding(pad_id):
     assert ids.min() >= 0 and ids.max() < vocab
     if pad_id != 0:
         assert (ids[:, 0] == 0).all()
+
+
+class DecoderLayersAlwaysPostLN(answers.Good):
+    def build(self, d_model, n_heads, n_layers, d_ff, dropout, norm_first):
+        super().build(d_model, n_heads, n_layers, d_ff, dropout, norm_first)
+        self.decoder_layers = nn.ModuleList(
+            [DecoderLayer(d_model, n_heads, d_ff, dropout, False) for _ in range(n_layers)]
+        )
+
+
+def test_the_decoder_stack_is_judged_as_the_encoders(verdict):
+    passed, printed = verdict(check.EncoderDecoder, DecoderLayersAlwaysPostLN)
+    assert passed is False
+    assert (
+        "self.decoder_layers[0] is built with norm_first=False, but the model with "
+        "norm_first=True: pass norm_first on to every layer, reference.DecoderLayer(d_model, "
+        "n_heads, d_ff, dropout, norm_first)"
+    ) in printed, printed
+
+
+def test_a_crash_in_forward_names_the_inputs_it_was_given(verdict):
+    passed, printed = verdict(check.EncoderDecoder, ForwardWantsTheMasks)
+    assert passed is False
+    assert re.search(
+        r"on inputs src \(\d+, \d+\), tgt \(\d+, \d+\) your code raised TypeError", printed
+    ), printed
+
+
+@pytest.mark.parametrize("norm_first", [False, True])
+@pytest.mark.parametrize("tie, pad_id", [(False, 0), (True, 3)])
+def test_the_checkers_variants_with_no_mistake_are_the_reference(norm_first, tie, pad_id):
+    """The checker names a mistake by rebuilding the reference's forward from its parts
+    with that one mistake switched on: with none switched on, it is the reference."""
+    from course.check import assembly
+
+    gen = torch.Generator().manual_seed(5)
+    ref = assembly._reference(gen, norm_first, 0.1, tie, pad_id, False)
+    src = assembly._tokens(gen, [7, 4], 7, ref.src_vocab, pad_id)
+    tgt = assembly._tokens(gen, [5, 3], 5, ref.tgt_vocab, pad_id)
+    with torch.no_grad():
+        want = ref(src, tgt)
+        got = assembly._variant(ref, src, tgt)
+        assert torch.allclose(got, want, atol=1e-6), (got - want).abs().max()
+        # and each mistake's variant differs from it
+        for diagnosis, wrong in assembly._mistakes(ref, src, tgt, norm_first, tie).items():
+            assert not torch.allclose(wrong, want, atol=1e-4), diagnosis
