@@ -557,3 +557,25 @@ def test_the_checkers_variants_with_no_mistake_are_the_reference(norm_first, tie
         # and each mistake's variant differs from it
         for diagnosis, wrong in assembly._mistakes(ref, src, tgt, norm_first, tie).items():
             assert not torch.allclose(wrong, want, atol=1e-4), diagnosis
+
+
+def test_the_cases_are_what_the_passing_verdict_says(verdict):
+    """The ✅ line tells a learner what was tried; the checker's cases must hold each claim."""
+    from course.check.assembly import _CASES
+
+    passed, printed = verdict(check.EncoderDecoder, answers.Good)
+    assert passed is True
+    claims = (
+        f"{len(_CASES)} cases, post-LN and pre-LN, tied and untied: source and target padding, "
+        "pad_id 0 and not 0, T_src = T_tgt and not, a batch of one in float64"
+    )
+    assert claims in printed, printed
+    norm_firsts, ties, pad_ids = ({case[i] for case in _CASES} for i in range(3))
+    assert norm_firsts == {False, True} and ties == {False, True}
+    assert 0 in pad_ids and pad_ids - {0}
+    assert any(min(c[3][0]) < c[3][1] for c in _CASES)  # a source sentence shorter than T_src
+    assert any(min(c[4][0]) < c[4][1] for c in _CASES)  # a target sentence shorter than T_tgt
+    assert {c[3][1] == c[4][1] for c in _CASES} == {False, True}  # T_src = T_tgt and not
+    assert any(c[5] and len(c[3][0]) == len(c[4][0]) == 1 for c in _CASES)  # one, float64
+    # every combination of the arrangement and the tying is tried
+    assert {(c[0], c[1]) for c in _CASES} == {(a, t) for a in (False, True) for t in (False, True)}
