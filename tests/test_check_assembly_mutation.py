@@ -579,3 +579,72 @@ def test_the_cases_are_what_the_passing_verdict_says(verdict):
     assert any(c[5] and len(c[3][0]) == len(c[4][0]) == 1 for c in _CASES)  # one, float64
     # every combination of the arrangement and the tying is tried
     assert {(c[0], c[1]) for c in _CASES} == {(a, t) for a in (False, True) for t in (False, True)}
+
+
+# ------------------------------------------------ where a value mistake was seen ----------
+# "the output of EncoderDecoder(...) in eval mode (<the case>)": the model as a call, the
+# case in words, consistent with each other.
+
+CASE = (
+    r"the output of EncoderDecoder\(\d+, \d+, \d+, \d+, \d+, \d+, 0\.\d, (?P<norm_first>\w+), "
+    r"max_len=\d+, pad_id=(?P<pad>\d), tie_embeddings=(?P<tie>\w+)\) in eval mode "
+    r"\((?P<arrangement>pre|post)-LN, (?P<tied>tied|untied), pad_id=(?P<pad_again>\d), "
+    r"src \(\d+, \d+\) and tgt \(\d+, \d+\) with padding(?P<wide>, float64)?\)"
+)
+
+
+class LogitsSqueezed(answers.Good):
+    """.squeeze() on the logits, "to drop a size-1 axis": a batch of one loses its batch."""
+
+    def forward(self, src, tgt):
+        return super().forward(src, tgt).squeeze()
+
+
+def _case_in(printed: str) -> re.Match:
+    case = re.search(CASE, printed)
+    assert case, printed
+    assert case["norm_first"] == {"pre": "True", "post": "False"}[case["arrangement"]], printed
+    assert case["tie"] == {"tied": "True", "untied": "False"}[case["tied"]], printed
+    assert case["pad"] == case["pad_again"], printed
+    return case
+
+
+def test_a_value_mistake_names_its_case_in_words(verdict):
+    passed, printed = verdict(check.EncoderDecoder, LogitsScaledLikeScores)
+    assert passed is False
+    case = _case_in(printed)
+    assert case["wide"] is None and printed.rstrip().endswith(")"), printed
+    assert f"{case[0]} is not right: at index (" in printed, printed
+
+
+def test_a_mistake_seen_only_in_the_batch_of_one_says_float64(verdict):
+    passed, printed = verdict(check.EncoderDecoder, LogitsSqueezed)
+    assert passed is False
+    assert _case_in(printed)["wide"] == ", float64", printed
+
+
+def test_dropout_in_eval_mode_is_told_with_its_case(verdict):
+    passed, printed = verdict(check.EncoderDecoder, answers.DropoutAlsoInEval)
+    assert passed is False
+    case = _case_in(printed)
+    said = f"{case[0]}: two calls give different outputs, so something is dropped in eval mode"
+    assert said in printed, printed
+
+
+def test_a_mask_missing_only_in_eval_mode_is_told_with_its_case(verdict):
+    passed, printed = verdict(check.EncoderDecoder, answers.CausalOnlyWhileTraining)
+    assert passed is False
+    case = _case_in(printed)
+    assert f"{case[0]}: the decoder's self-attention has no causal mask" in printed, printed
+    assert "depend on self.training" in printed, printed
+    assert ". This happens in eval mode only" in printed and ".. This" not in printed, printed
+
+
+def test_the_decoder_state_returned_is_told_to_be_the_logits(verdict):
+    passed, printed = verdict(check.EncoderDecoder, answers.ReturnsTheDecoderState)
+    assert passed is False
+    case = _case_in(printed)
+    assert f"{case[0]} has shape (2, 5, 12), expected (2, 5, 11)" in printed, printed
+    assert (
+        "It is the logits (B, T_tgt, tgt_vocab): one score per target position and target token"
+    ) in printed, printed
