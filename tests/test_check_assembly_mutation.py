@@ -648,3 +648,110 @@ def test_the_decoder_state_returned_is_told_to_be_the_logits(verdict):
     assert (
         "It is the logits (B, T_tgt, tgt_vocab): one score per target position and target token"
     ) in printed, printed
+
+
+# ------------------------------------------ encode and decode, as lesson 09 calls them ----------
+
+
+class EncodeReturnsTheMaskToo(answers.Good):
+    """encode returns (memory, src_mask), "to pass the mask on"; forward unpacks it."""
+
+    def encode(self, src, src_mask):
+        return super().encode(src, src_mask), src_mask
+
+    def forward(self, src, tgt):
+        src_mask, tgt_mask = self.masks(src, tgt)
+        memory, _ = self.encode(src, src_mask)
+        return self.decode(tgt, memory, src_mask, tgt_mask)
+
+
+class DecodeReturnsTheStateToo(answers.Good):
+    """decode returns (logits, y); forward keeps the logits."""
+
+    def decode(self, tgt, memory, src_mask, tgt_mask=None):
+        return super().decode(tgt, memory, src_mask, tgt_mask), None
+
+    def forward(self, src, tgt):
+        src_mask, tgt_mask = self.masks(src, tgt)
+        return self.decode(tgt, self.encode(src, src_mask), src_mask, tgt_mask)[0]
+
+
+class EncodeMakesItsOwnMask(answers.Good):
+    """encode(src) builds the mask itself; forward calls it so, lesson 09 cannot."""
+
+    def encode(self, src):
+        return super().encode(src, padding_mask(src, self.pad_id))
+
+    def forward(self, src, tgt):
+        src_mask, tgt_mask = self.masks(src, tgt)
+        return self.decode(tgt, self.encode(src), src_mask, tgt_mask)
+
+
+class DecodeWantsTheTargetMask(answers.Good):
+    def decode(self, tgt, memory, src_mask, tgt_mask):
+        return self.run_decoder(tgt, memory, tgt_mask, src_mask)
+
+
+ENCODE_DECODE = {
+    EncodeReturnsTheMaskToo: r"(?P<what>model\.encode\(src, src_mask\) in eval mode \(.+?\)) "
+    r"returned a tuple of 2 things; lesson 09 takes one tensor from it, memory = "
+    r"model\.encode\(src, src_mask\)",
+    DecodeReturnsTheStateToo: r"(?P<what>model\.decode\(tgt, memory, src_mask\) in eval mode "
+    r"\(.+?\)) returned a tuple of 2 things; lesson 09 takes one tensor from it, logits = "
+    r"model\.decode\(tokens, memory, src_mask\)",
+    EncodeMakesItsOwnMask: r"on inputs src \(\d+, \d+\), src_mask \(\d+, 1, 1, \d+\)[^:]* your "
+    r"code raised TypeError: .*Lesson 09 calls model\.encode\(src, src_mask\) and "
+    r"model\.decode\(tgt, memory, src_mask\): decode takes three arguments",
+    DecodeWantsTheTargetMask: r"on inputs tgt \(\d+, \d+\), memory \(\d+, \d+, \d+\)[^,]*, "
+    r"src_mask \(\d+, 1, 1, \d+\)[^:]* your code raised TypeError: .*Lesson 09 calls",
+}
+
+
+@pytest.mark.parametrize("answer", ENCODE_DECODE, ids=[a.__name__ for a in ENCODE_DECODE])
+def test_encode_and_decode_are_called_as_lesson_09_calls_them(answer, verdict):
+    passed, printed = verdict(check.EncoderDecoder, answer)
+    assert passed is False
+    said = re.search(ENCODE_DECODE[answer], printed)
+    assert said, printed
+    if "what" in said.groupdict():
+        assert re.fullmatch(r".+ in eval mode \((pre|post)-LN, (un)?tied, .+\)", said["what"])
+
+
+@pytest.mark.parametrize(
+    "answer, diagnosis",
+    [
+        (answers.MemoryDetachedInDecode, "the values are right, but the memory"),
+        (answers.DetachedEmbeddings, "the values are right, but the embeddings are detached"),
+    ],
+)
+def test_a_part_cut_off_from_the_gradients_is_named_with_its_case(answer, diagnosis, verdict):
+    passed, printed = verdict(check.EncoderDecoder, answer)
+    assert passed is False
+    assert f"{_case_in(printed)[0]}: {diagnosis}" in printed, printed
+
+
+@pytest.mark.parametrize("answer", [a for a in SAID if a is not answers.CausalOnlyWhileTraining])
+def test_a_mistake_made_in_both_modes_is_not_said_to_be_eval_only(answer, verdict):
+    passed, printed = verdict(check.EncoderDecoder, answer)
+    assert passed is False
+    assert "This happens in eval mode only" not in printed, printed
+
+
+class HandMadeDropoutUnscaled(answers.Good):
+    """Dropout written by hand, a mask of rand > p, without the 1 / (1 - p)."""
+
+    def embed(self, table, tokens):
+        x = table(tokens) * self.d_model**0.5 + self.pe[: tokens.shape[1]]
+        if self.training:
+            x = x * (torch.rand_like(x) > self.dropout.p)
+        return x
+
+
+def test_hand_made_dropout_without_the_rescale_is_named_where_it_is(verdict):
+    passed, printed = verdict(check.EncoderDecoder, HandMadeDropoutUnscaled)
+    assert passed is False
+    assert re.search(
+        r"\(post-LN\) in training mode: what the first source layer receives: the values that "
+        r"survive dropout are not rescaled: multiply them by 1 / \(1 - p\)",
+        printed,
+    ), printed
