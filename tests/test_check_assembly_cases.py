@@ -134,13 +134,16 @@ NAMED_ON = {
     # the first pre-LN case whose pad_id is not 0
     PreLNPathSourceMaskFromIdZero: "(pre-LN, tied, pad_id=3, src (2, 6) and tgt (2, 4) with "
     "padding) is not right",
-    # the batch of one, its source padded
-    NoSourceMaskForOneSentence: "(pre-LN, tied, pad_id=1, src (1, 6) and tgt (1, 5) with "
-    "padding, float64) is not right",
     # the one batch whose target has no padding (its source has)
     NoPaddingMasksWhenDecodingUnpadded: "(post-LN, untied, pad_id=2, src (1, 7) and tgt (1, 4) "
     "with padding, float64): ",
 }
+
+
+def test_a_source_mask_skipped_for_a_batch_of_one_is_named(verdict):
+    """Only the batch of one (its source padded) shows it; the diagnosis names the mask."""
+    printed = _rejected(verdict, NoSourceMaskForOneSentence)
+    assert "the source's padding is masked nowhere" in printed, printed
 
 
 @pytest.mark.parametrize("answer", NAMED_ON, ids=[a.__name__ for a in NAMED_ON])

@@ -124,6 +124,10 @@ NO_SRC_PADDING_ENCODER = (
     "the encoder's self-attention ignores the source's padding: give every encoder layer "
     "src_mask = padding_mask(src, pad_id), (B, 1, 1, T_src)"
 )
+NO_SRC_PADDING = (
+    "the source's padding is masked nowhere: the encoder's self-attention and the decoder's "
+    "cross-attention both need src_mask = padding_mask(src, pad_id), (B, 1, 1, T_src)"
+)
 NO_CROSS_MASK = (
     "the cross-attention ignores the source's padding: every decoder layer gets "
     "memory_mask = padding_mask(src, pad_id), the same mask as the encoder, so that no target "
@@ -144,6 +148,10 @@ INVERTED_MASKS = (
     "the padding masks are inverted, True on the padding (tokens == pad_id): in the course's "
     "masks True marks a position that may be attended to, padding_mask(src, pad_id) = "
     "(src != pad_id)[:, None, None, :]"
+)
+PADDING_IDX = (
+    "self.{name} = nn.Embedding(..., padding_idx={used}), but the model was built with "
+    "pad_id={pad_id}: the padding row is pad_id's, padding_idx=pad_id (or no padding_idx)"
 )
 WRONG_PAD_ID = (
     "the masks are built from token id {used}, not from pad_id={pad_id}: use the pad_id the "
@@ -201,6 +209,17 @@ PADDED_ONLY = (
     "1) mask) instead of the key axis. Padding belongs on the key axis, (B, 1, 1, T_tgt): no "
     "position reads a padded one, while a padded position still reads the others. "
     "decoder_mask(tgt, pad_id) is padding_mask(tgt, pad_id) & causal_mask(T_tgt)"
+)
+TRAINING_MASKS = (
+    "{shown} in training mode (at dropout=0.0) is right on sentences without padding, and in "
+    "eval mode, but not on sentences with padding: your padding masks depend on "
+    "self.training. The model trains on padded batches: build the masks the same way in "
+    "both modes"
+)
+SAME_DROPOUT_EVERY_CALL = (
+    "two calls give the same output, though units are dropped: the same ones on every call. "
+    "Is torch.manual_seed (or a generator of your own) called inside the model? Dropout "
+    "draws fresh randomness from torch's global generator on every call"
 )
 EVAL_ONLY = (
     "{diagnosis}. This happens in eval mode only: in training mode (at dropout=0.0) your "
@@ -495,7 +514,13 @@ def _build(candidate, gen, norm_first, dropout, tie, pad_id, one_vocabulary=Fals
     _stack(module, "decoder_layers", "reference.DecoderLayer", norm_first, dropout)
     _final_norms(module, norm_first)
     _tying(src, tgt, out, tie)
+    tables = {"src_embed": src, "tgt_embed": tgt}
+    for name, table in tables.items():
+        if table.padding_idx not in (None, pad_id):
+            raise Mistake(PADDING_IDX.format(name=name, used=table.padding_idx, pad_id=pad_id))
     ref = _reference(gen, norm_first, dropout, tie, pad_id, one_vocabulary)
+    for name, table in tables.items():  # padding_idx=pad_id: no gradient to the padding row
+        getattr(ref, name).embedding.padding_idx = table.padding_idx
     pairs = _pairs(module, ref)
     with torch.no_grad():
         for mine, theirs in pairs.values():
@@ -590,6 +615,7 @@ def _mistakes(ref, src, tgt, norm_first: bool, tie: bool) -> dict[str, torch.Ten
         (CAUSAL_ENCODER, lambda: run(enc_mask="causal")),
         (NO_SRC_PADDING_ENCODER, lambda: run(enc_mask="none")),
         (NO_CROSS_MASK, lambda: run(cross_mask="none")),
+        (NO_SRC_PADDING, lambda: run(enc_mask="none", cross_mask="none")),
         (TGT_AS_MEMORY_MASK.format(which="mask"), lambda: run(cross_mask="target")),
         (TGT_AS_MEMORY_MASK.format(which="padding mask"), lambda: run(cross_mask="target padding")),
         (SOFTMAX, lambda: run(softmax=True)),
@@ -600,8 +626,8 @@ def _mistakes(ref, src, tgt, norm_first: bool, tie: bool) -> dict[str, torch.Ten
         candidates.append(
             (LAYERS_NOT_CHAINED.format(stack=stack), lambda s=stacks: run(unchained=s))
         )
-    for used in (0, 1, 2, 3):
-        if used != ref.pad_id:
+    for used in (0, 1, 2, 3):  # a wrong id only where the batch holds it (else: no mask)
+        if used != ref.pad_id and bool((src == used).any() or (tgt == used).any()):
             candidates.append(
                 (WRONG_PAD_ID.format(used=used, pad_id=ref.pad_id), lambda u=used: run(pad=u))
             )
@@ -642,7 +668,12 @@ def _tokens(gen, lengths: list[int], T: int, vocab: int, pad_id: int) -> torch.T
     ids = ids + (ids >= pad_id).long()  # every id but pad_id
     if pad_id != 0:
         ids[:, 0] = 0  # a real token with the id a hard-coded 0 would hide
-    real = torch.arange(T) < torch.tensor(lengths)[:, None]  # (B, T)
+    return _padded(ids, lengths, pad_id)
+
+
+def _padded(ids: torch.Tensor, lengths: list[int], pad_id: int) -> torch.Tensor:
+    """ids (B, T) with sentence b cut to its first lengths[b] tokens, then padding."""
+    real = torch.arange(ids.shape[1]) < torch.tensor(lengths)[:, None]  # (B, T)
     return torch.where(real, ids, torch.full_like(ids, pad_id))
 
 
@@ -707,9 +738,8 @@ def _expect_cases(candidate, gen) -> int:
             except Mistake as mistake:
                 config = (norm_first, tie, pad_id, one_vocabulary, wide)
                 if _right_in_training(candidate, config, src, tgt, what):
-                    raise Mistake(
-                        f"{what}: " + EVAL_ONLY.format(diagnosis=str(mistake).rstrip("."))
-                    ) from None
+                    diagnosis = str(mistake).rstrip(".").removeprefix(f"{what}: ")
+                    raise Mistake(f"{what}: " + EVAL_ONLY.format(diagnosis=diagnosis)) from None
                 raise
         try:
             expect_gradients(
@@ -769,7 +799,8 @@ def _right_in_training(candidate, config, src, tgt, what: str) -> bool:
         if wide:
             module.double(), ref.double()
         with torch.no_grad():
-            return close(_run(module.train(), src, tgt, what), ref(src, tgt), atol=1e-4)
+            got, want = _run(module.train(), src, tgt, what), ref(src, tgt)
+            return got.dtype == want.dtype and close(got, want, atol=1e-4)
     except (Mistake, NotImplementedYet):
         return False
 
@@ -885,13 +916,19 @@ def _check_dropout(candidate, gen, norm_first: bool) -> None:
                 f"{shown} in training mode changes the output although dropout=0.0: pass the "
                 "constructor's dropout on to self.dropout and every layer, not a fixed rate"
             )
+        src_padded, tgt_padded = _padded(src, [16, 11, 16, 6], 0), _padded(tgt, [14, 9, 3, 14], 0)
+        got = _run(module, src_padded, tgt_padded, shown)
+        if not close(got, ref(src_padded, tgt_padded), atol=1e-4):
+            raise Mistake(TRAINING_MASKS.format(shown=shown))
     p = 0.3
     module, ref, _, shown = _build(candidate, gen, norm_first, p, False, 0)
     what = f"{shown} ({'pre-LN' if norm_first else 'post-LN'}) in training mode"
     with torch.no_grad():
         first, second = _run(module.train(), src, tgt, what), _run(module, src, tgt, what)
         if torch.equal(first, second):
-            raise Mistake(f"{what}: two calls give the same output, so nothing is dropped")
+            if close(first, ref(src, tgt), atol=1e-4):  # ref in eval mode: nothing dropped
+                raise Mistake(f"{what}: two calls give the same output, so nothing is dropped")
+            raise Mistake(f"{what}: {SAME_DROPOUT_EVERY_CALL}")
     # every layer replaced by the identity, recording what it receives
     seen = {"encoder": [], "decoder": []}
 
