@@ -1,5 +1,6 @@
-"""Lesson 08's assembly checker: five answers its helpers' wrong-answer bank found judged
-wrongly (issue 32), each written as a learner would and tested before the fix.
+"""Lesson 08's assembly checker: six answers judged wrongly (issue 32: five from its
+helpers' wrong-answer bank, one found by mutation testing), each written as a learner
+would and tested before the fix.
 
 - masks without padding in training mode only: passed, since the training-mode checks
   used sentences with no padding;
@@ -11,7 +12,9 @@ wrongly (issue 32), each written as a learner would and tested before the fix.
   told its masks come from token id 1, an id the batch does not hold;
 - nn.Embedding(vocab, d_model, padding_idx=pad_id): a common, harmless choice (lesson 09's
   GRU makes it) rejected as "something cut from the graph"; a padding_idx other than
-  pad_id is named instead.
+  pad_id is named instead;
+- the causal mask alone, no padding masks: a bare value difference (or, under a mutant, a
+  pad id the batch does not hold); now told that only the causal mask is there.
 """
 
 import test_check_assembly as answers
@@ -141,3 +144,20 @@ def test_a_padding_idx_other_than_pad_id_is_named(verdict):
     assert "padding_idx=0" in printed and "pad_id=3" in printed, printed
     assert "self.src_embed" in printed, printed
     assert "cut from the graph" not in printed, printed
+
+
+# ------------------------------------------------ the causal mask, and nothing else ----------
+
+
+class CausalMaskOnly(answers.Good):
+    """"The decoder must not look ahead" taken as the only mask the model needs."""
+
+    def masks(self, src, tgt):
+        return None, causal_mask(tgt.shape[1])
+
+
+def test_the_causal_mask_alone_is_told_that_both_padding_masks_are_missing(verdict):
+    printed = _rejected(verdict, CausalMaskOnly)
+    assert "token id" not in printed, printed  # not a pad id the batch does not hold
+    assert "only the causal mask" in printed, printed
+    assert "padding_mask(src, pad_id)" in printed and "decoder_mask" in printed, printed

@@ -139,6 +139,11 @@ TGT_AS_MEMORY_MASK = (
     "(B, 1, 1, T_src). The target's causal & padding mask is for the decoder's "
     "self-attention only"
 )
+NO_PADDING_MASKS = (
+    "only the causal mask: the padding is masked nowhere. The encoder and the "
+    "cross-attention need the source's padding mask, padding_mask(src, pad_id); the "
+    "decoder's self-attention causal & target padding, decoder_mask(tgt, pad_id)"
+)
 NO_MASKS = (
     "no masks at all: the encoder and the cross-attention need the source's padding mask, "
     "padding_mask(src, pad_id); the decoder's self-attention causal & target padding, "
@@ -616,6 +621,7 @@ def _mistakes(ref, src, tgt, norm_first: bool, tie: bool) -> dict[str, torch.Ten
         (NO_SRC_PADDING_ENCODER, lambda: run(enc_mask="none")),
         (NO_CROSS_MASK, lambda: run(cross_mask="none")),
         (NO_SRC_PADDING, lambda: run(enc_mask="none", cross_mask="none")),
+        (NO_PADDING_MASKS, lambda: run(enc_mask="none", dec_mask="causal", cross_mask="none")),
         (TGT_AS_MEMORY_MASK.format(which="mask"), lambda: run(cross_mask="target")),
         (TGT_AS_MEMORY_MASK.format(which="padding mask"), lambda: run(cross_mask="target padding")),
         (SOFTMAX, lambda: run(softmax=True)),
