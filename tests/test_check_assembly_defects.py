@@ -150,7 +150,7 @@ def test_a_padding_idx_other_than_pad_id_is_named(verdict):
 
 
 class CausalMaskOnly(answers.Good):
-    """"The decoder must not look ahead" taken as the only mask the model needs."""
+    """The decoder "must not look ahead": the causal mask taken as the only one it needs."""
 
     def masks(self, src, tgt):
         return None, causal_mask(tgt.shape[1])
