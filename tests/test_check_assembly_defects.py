@@ -17,6 +17,7 @@ would and tested before the fix.
   pad id the batch does not hold); now told that only the causal mask is there.
 """
 
+import pytest
 import test_check_assembly as answers
 import torch
 from torch import nn
@@ -48,8 +49,27 @@ class NoPaddingWhileTraining(answers.Good):
         return super().masks(src, tgt)
 
 
-def test_padding_masked_in_eval_mode_only_is_caught_in_training_mode(verdict):
-    printed = _rejected(verdict, NoPaddingWhileTraining)
+class NoSourcePaddingWhileTraining(answers.Good):
+    """The source's padding mask for decoding only; the target's is built in both modes."""
+
+    def masks(self, src, tgt):
+        src_mask, tgt_mask = super().masks(src, tgt)
+        return (None if self.training else src_mask), tgt_mask
+
+
+class NoTargetPaddingWhileTraining(answers.Good):
+    """While training only the causal mask on the target; the source's padding in both."""
+
+    def masks(self, src, tgt):
+        src_mask, tgt_mask = super().masks(src, tgt)
+        return src_mask, (causal_mask(tgt.shape[1]) if self.training else tgt_mask)
+
+
+@pytest.mark.parametrize(
+    "answer", [NoPaddingWhileTraining, NoSourcePaddingWhileTraining, NoTargetPaddingWhileTraining]
+)
+def test_padding_masked_in_eval_mode_only_is_caught_in_training_mode(verdict, answer):
+    printed = _rejected(verdict, answer)
     assert "in training mode (at dropout=0.0)" in printed, printed
     assert "sentences with padding" in printed and "self.training" in printed, printed
     assert "not a fixed rate" not in printed, printed  # not blamed on the dropout rate
@@ -161,3 +181,20 @@ def test_the_causal_mask_alone_is_told_that_both_padding_masks_are_missing(verdi
     assert "token id" not in printed, printed  # not a pad id the batch does not hold
     assert "only the causal mask" in printed, printed
     assert "padding_mask(src, pad_id)" in printed and "decoder_mask" in printed, printed
+
+
+# ----------------------------------------- an eval-only difference with no diagnosis ----------
+
+
+class LogProbabilitiesWhenDecoding(answers.Good):
+    """log_softmax on the logits in eval mode, "since decoding wants log-probabilities"."""
+
+    def forward(self, src, tgt):
+        logits = super().forward(src, tgt)
+        return logits if self.training else logits.log_softmax(dim=-1)
+
+
+def test_an_eval_only_value_difference_tells_its_case_once(verdict):
+    printed = _rejected(verdict, LogProbabilitiesWhenDecoding)
+    assert "is not right: at index" in printed and "eval mode only" in printed, printed
+    assert printed.count("in eval mode (post-LN") == 1, printed

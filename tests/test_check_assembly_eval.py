@@ -21,7 +21,7 @@ from course import check
 
 EVAL_ONLY = (
     "This happens in eval mode only: in training mode (at dropout=0.0) your model gives the "
-    "right logits, so your masks depend on self.training"
+    "right logits, so your forward depends on self.training"
 )
 NO_CAUSAL = (
     "the decoder's self-attention has no causal mask: every target position sees the words after it"

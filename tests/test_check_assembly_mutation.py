@@ -80,7 +80,7 @@ SAID = {
     answers.TargetPaddingOnTheQueryAxis: "the logits are right at every real target position and "
     "differ from the course model's only at the target's padded positions",
     answers.CausalOnlyWhileTraining: "This happens in eval mode only: in training mode (at "
-    "dropout=0.0) your model gives the right logits, so your masks depend on self.training",
+    "dropout=0.0) your model gives the right logits, so your forward depends on self.training",
     answers.ForwardPassesTheMaskDecodeDoesNot: "decode(tgt, memory, src_mask), called as lesson "
     "09 calls it (greedy decoding gives no target mask), runs the decoder's self-attention "
     "with no mask at all, neither causal nor the target's padding: every target position sees "
@@ -636,8 +636,9 @@ def test_a_mask_missing_only_in_eval_mode_is_told_with_its_case(verdict):
     assert passed is False
     case = _case_in(printed)
     assert f"{case[0]}: the decoder's self-attention has no causal mask" in printed, printed
-    assert "depend on self.training" in printed, printed
+    assert "depends on self.training" in printed, printed
     assert ". This happens in eval mode only" in printed and ".. This" not in printed, printed
+    assert printed.count(case[0]) == 1, printed  # the case told once, not once per message
 
 
 def test_the_decoder_state_returned_is_told_to_be_the_logits(verdict):

@@ -228,9 +228,9 @@ SAME_DROPOUT_EVERY_CALL = (
 )
 EVAL_ONLY = (
     "{diagnosis}. This happens in eval mode only: in training mode (at dropout=0.0) your "
-    "model gives the right logits, so your masks depend on self.training (a causal mask "
-    "built only `if self.training:`?). The model decodes in eval mode (lesson 09): build "
-    "the masks the same way in both modes"
+    "model gives the right logits, so your forward depends on self.training (a causal mask "
+    "built only `if self.training:`?). The model decodes in eval mode (lesson 09): compute "
+    "the logits, masks included, the same way in both modes"
 )
 _AS_LESSON_09 = (
     "decode(tgt, memory, src_mask), called as lesson 09 calls it (greedy decoding gives no "
@@ -744,8 +744,9 @@ def _expect_cases(candidate, gen) -> int:
             except Mistake as mistake:
                 config = (norm_first, tie, pad_id, one_vocabulary, wide)
                 if _right_in_training(candidate, config, src, tgt, what):
-                    diagnosis = str(mistake).rstrip(".").removeprefix(f"{what}: ")
-                    raise Mistake(f"{what}: " + EVAL_ONLY.format(diagnosis=diagnosis)) from None
+                    diagnosis = str(mistake).rstrip(".")  # named, or "{what} is not right: ..."
+                    told = diagnosis if diagnosis.startswith(what) else f"{what}: {diagnosis}"
+                    raise Mistake(EVAL_ONLY.format(diagnosis=told)) from None
                 raise
         try:
             expect_gradients(
