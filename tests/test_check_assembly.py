@@ -753,6 +753,8 @@ def test_the_missing_causal_mask_of_decode_is_named(verdict):
 def test_padding_on_the_query_axis_says_where_padding_belongs(verdict):
     passed, printed = verdict(check.EncoderDecoder, TargetPaddingOnTheQueryAxis)
     assert "key axis" in printed, printed
+    assert "the target's padding is masked on the query axis (rows of the scores" in printed
+    assert "embeddings zeroed" not in printed, printed  # its cause named, not guessed at
 
 
 def test_a_detached_memory_is_not_called_detached_embeddings(verdict):

@@ -1,6 +1,6 @@
-"""Lesson 08's assembly checker: six answers judged wrongly (issue 32: five from its
-helpers' wrong-answer bank, one found by mutation testing), each written as a learner
-would and tested before the fix.
+"""Lesson 08's assembly checker: eight answers judged wrongly (issue 32: five from its
+helpers' wrong-answer bank, one found by mutation testing, two tried since), each written
+as a learner would and tested before the fix.
 
 - masks without padding in training mode only: passed, since the training-mode checks
   used sentences with no padding;
@@ -14,7 +14,10 @@ would and tested before the fix.
   GRU makes it) rejected as "something cut from the graph"; a padding_idx other than
   pad_id is named instead;
 - the causal mask alone, no padding masks: a bare value difference (or, under a mutant, a
-  pad id the batch does not hold); now told that only the causal mask is there.
+  pad id the batch does not hold); now told that only the causal mask is there;
+- pre-LN with a final norm skipped while training: told to pass the constructor's dropout
+  on, "not a fixed rate", though nothing random differs; now told that its forward depends
+  on self.training.
 """
 
 import pytest
@@ -198,3 +201,33 @@ def test_an_eval_only_value_difference_tells_its_case_once(verdict):
     printed = _rejected(verdict, LogProbabilitiesWhenDecoding)
     assert "is not right: at index" in printed and "eval mode only" in printed, printed
     assert printed.count("in eval mode (post-LN") == 1, printed
+
+
+# ------------------------------------ a deterministic difference in training mode ----------
+
+
+class NoEncoderNormWhileTraining(answers.Good):
+    """Pre-LN: the encoder's final norm applied for decoding only."""
+
+    def encode(self, src, src_mask):
+        x = self.embed(self.src_embed, src)
+        for layer in self.encoder_layers:
+            x = layer(x, src_mask)
+        return x if self.encoder_norm is None or self.training else self.encoder_norm(x)
+
+
+class NoDecoderNormWhileTraining(answers.Good):
+    """Pre-LN: the decoder's final norm skipped while training."""
+
+    def final(self, y):
+        return y if self.decoder_norm is None or self.training else self.decoder_norm(y)
+
+
+@pytest.mark.parametrize("answer", [NoEncoderNormWhileTraining, NoDecoderNormWhileTraining])
+def test_a_step_skipped_while_training_is_not_blamed_on_a_fixed_dropout_rate(verdict, answer):
+    """Wrong in training mode at dropout=0.0, the same on every call: nothing random, so
+    the rate is not the cause; the forward's dependence on self.training is."""
+    printed = _rejected(verdict, answer)
+    assert "in training mode gives wrong logits although dropout=0.0" in printed, printed
+    assert "the same on every call" in printed and "depends on self.training" in printed
+    assert "not a fixed rate" not in printed, printed

@@ -98,6 +98,16 @@ class PositionsOnlyDropped(answers.Good):
         return x + self.dropout(self.pe[: tokens.shape[1]])
 
 
+class TargetPositionsOnlyDropped(answers.Good):
+    """The source side right; on the target side the bracket in the wrong place."""
+
+    def embed(self, table, tokens):
+        if table is self.src_embed:
+            return super().embed(table, tokens)
+        x = table(tokens) * math.sqrt(self.d_model)
+        return x + self.dropout(self.pe[: tokens.shape[1]])
+
+
 class SeededForward(answers.Good):
     """torch.manual_seed in forward "for reproducibility": every call drops the same."""
 
@@ -142,9 +152,11 @@ class PreLNOutputNormedThenDropped(answers.Good):
 
 
 DROPOUT = {
-    PositionsOnlyDropped: f"{POST_LN_AT_03}: what the first source layer receives: nothing is "
+    PositionsOnlyDropped: f"{POST_LN_AT_03}: what the first encoder layer receives: nothing is "
     "dropped at dropout=0.3 in training mode. Drop the sum once, self.dropout(embedding * "
     "sqrt(d_model) + pe[:T])",
+    TargetPositionsOnlyDropped: f"{POST_LN_AT_03}: what the first decoder layer receives: "
+    "nothing is dropped at dropout=0.3 in training mode. Drop the sum once",
     SeededForward: f"{POST_LN_AT_03}: two calls give the same output",
     SeededEmbeddingDropout: f"{POST_LN_AT_03}: the source embeddings: two calls dropped exactly "
     "the same entries. Dropout must draw a new random mask on every call",

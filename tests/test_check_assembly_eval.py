@@ -173,6 +173,8 @@ def test_logits_wrong_only_at_the_padded_target_positions_are_named(verdict):
     name it."""
     printed = _rejected(verdict, PaddedEmbeddingsZeroed)
     assert PADDED_ONLY in printed, printed
+    assert "embeddings zeroed or changed?" in printed, printed  # a cause that fits it
+    assert "is masked on the query axis (rows" not in printed, printed  # not the mask's case
     assert "is not right: at index" not in printed, printed
 
 

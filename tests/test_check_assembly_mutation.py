@@ -752,7 +752,7 @@ def test_hand_made_dropout_without_the_rescale_is_named_where_it_is(verdict):
     passed, printed = verdict(check.EncoderDecoder, HandMadeDropoutUnscaled)
     assert passed is False
     assert re.search(
-        r"\(post-LN\) in training mode: what the first source layer receives: the values that "
+        r"\(post-LN\) in training mode: what the first encoder layer receives: the values that "
         r"survive dropout are not rescaled: multiply them by 1 / \(1 - p\)",
         printed,
     ), printed

@@ -35,7 +35,9 @@ Dropout is judged where it belongs, exactly: with every layer replaced by one th
 returns its input (and records what it was given), the first layer of each stack must
 receive dropout(embedding * sqrt(d_model) + positions), each entry 0 or scaled by
 1 / (1 - p); the decoder must receive the encoder's output untouched, and the output
-layer the decoder's. Nothing is dropped in eval mode, nor at dropout=0.0.
+layer the decoder's. Nothing is dropped in eval mode, nor at dropout=0.0; a model wrong in
+training mode at dropout=0.0 the same way on every call (a final norm skipped while
+training) is told that its forward depends on self.training, not that its rate is fixed.
 """
 
 from __future__ import annotations
@@ -139,16 +141,13 @@ TGT_AS_MEMORY_MASK = (
     "(B, 1, 1, T_src). The target's causal & padding mask is for the decoder's "
     "self-attention only"
 )
-NO_PADDING_MASKS = (
-    "only the causal mask: the padding is masked nowhere. The encoder and the "
-    "cross-attention need the source's padding mask, padding_mask(src, pad_id); the "
-    "decoder's self-attention causal & target padding, decoder_mask(tgt, pad_id)"
-)
-NO_MASKS = (
-    "no masks at all: the encoder and the cross-attention need the source's padding mask, "
+_MASKS_NEEDED = (
+    "the encoder and the cross-attention need the source's padding mask, "
     "padding_mask(src, pad_id); the decoder's self-attention causal & target padding, "
     "decoder_mask(tgt, pad_id)"
 )
+NO_PADDING_MASKS = "only the causal mask, the padding masked nowhere: " + _MASKS_NEEDED
+NO_MASKS = "no masks at all: " + _MASKS_NEEDED
 INVERTED_MASKS = (
     "the padding masks are inverted, True on the padding (tokens == pad_id): in the course's "
     "masks True marks a position that may be attended to, padding_mask(src, pad_id) = "
@@ -215,11 +214,26 @@ PADDED_ONLY = (
     "position reads a padded one, while a padded position still reads the others. "
     "decoder_mask(tgt, pad_id) is padding_mask(tgt, pad_id) & causal_mask(T_tgt)"
 )
+PADDED_ONLY_UNNAMED = (
+    "the logits are right at every real target position and differ from the course model's "
+    "only at the target's padded positions: something there is computed otherwise (the "
+    "padded tokens' embeddings zeroed or changed? the target's padding masked on the query "
+    "axis?). A pad token is embedded like any other token, and padding is masked on the key "
+    "axis only, decoder_mask(tgt, pad_id): the padded positions then get the course "
+    "model's logits too"
+)
 TRAINING_MASKS = (
     "{shown} in training mode (at dropout=0.0) is right on sentences without padding, and in "
     "eval mode, but not on sentences with padding: your padding masks depend on "
     "self.training. The model trains on padded batches: build the masks the same way in "
     "both modes"
+)
+TRAINING_ONLY = (
+    "{shown} in training mode gives wrong logits although dropout=0.0, the same on every "
+    "call, while eval mode was right in every case: nothing random makes the difference, so "
+    "your forward depends on self.training (a norm, a mask or a step run only `if "
+    "self.training:`, or only when not training?). Only dropout may tell the two modes "
+    "apart: compute everything else the same way in both"
 )
 SAME_DROPOUT_EVERY_CALL = (
     "two calls give the same output, though units are dropped: the same ones on every call. "
@@ -788,11 +802,12 @@ def _cut_off(module, src, tgt, what: str) -> set[str]:
 
 
 def _padded_only(want, tgt, pad_id, got) -> str | None:
-    """PADDED_ONLY when `got` is right at every real target position, wrong at a padded one."""
+    """PADDED_ONLY_UNNAMED when `got` is right at every real target position, wrong at a
+    padded one, and no named mistake (the exact query-axis mask among them) gives it."""
     real = (tgt != pad_id)[..., None].expand_as(want)  # (B, T_tgt, V)
     if bool(real.all()) or not close(got[real], want[real], atol=1e-4):
         return None
-    return PADDED_ONLY
+    return PADDED_ONLY_UNNAMED
 
 
 def _right_in_training(candidate, config, src, tgt, what: str) -> bool:
@@ -897,6 +912,9 @@ def _is_dropout_of(got: torch.Tensor, kept_all: torch.Tensor, p: float) -> bool:
     return bool((zero | scaled).all()) and bool(zero.any()) and bool((~zero).any())
 
 
+_STACK_OF = {"source": "encoder", "target": "decoder"}
+
+
 def _expect_embedding_dropout(got, embedded, pe, p, side, what) -> None:
     """got: what the first layer of one stack received; embedded: embedding * sqrt(d)."""
     kept_all = embedded + pe
@@ -907,7 +925,7 @@ def _expect_embedding_dropout(got, embedded, pe, p, side, what) -> None:
     if _is_dropout_of(got, kept_all, 1 - (1 - p) ** 2):
         raise Mistake(DROPPED_TWICE.format(side=side))
     _expect_dropped(
-        got, kept_all, p, f"{what}: what the first {side} layer receives",
+        got, kept_all, p, f"{what}: what the first {_STACK_OF[side]} layer receives",
         "Drop the sum once, self.dropout(embedding * sqrt(d_model) + pe[:T])",
     )  # fmt: skip
 
@@ -918,7 +936,10 @@ def _check_dropout(candidate, gen, norm_first: bool) -> None:
     tgt = _tokens(gen, [14] * 4, 14, _TGT_V, 0)
     module, ref, _, shown = _build(candidate, gen, norm_first, 0.0, False, 0)
     with torch.no_grad():
-        if not close(_run(module.train(), src, tgt, shown), ref(src, tgt), atol=1e-4):
+        trained = _run(module.train(), src, tgt, shown)
+        if not close(trained, ref(src, tgt), atol=1e-4):
+            if torch.equal(trained, _run(module, src, tgt, shown)):  # nothing random
+                raise Mistake(TRAINING_ONLY.format(shown=shown))
             raise Mistake(
                 f"{shown} in training mode changes the output although dropout=0.0: pass the "
                 "constructor's dropout on to self.dropout and every layer, not a fixed rate"
