@@ -459,7 +459,7 @@ def test_issue_32_mistakes_are_named(answer, diagnosis, verdict):
 
 def test_a_greedy_crash_is_not_blamed_on_the_division(verdict):
     passed, printed = verdict(check.sample_next, top_k_before_the_greedy_branch)
-    assert "before dividing by the temperature" not in printed, printed
+    assert "before using the temperature" not in printed, printed
 
 
 def test_a_finite_cut_is_not_called_top_k_ignored(verdict):

@@ -621,7 +621,7 @@ def top_k_first_for_a_batch_only(logits, temperature=1.0, top_k=None, top_p=None
 def test_a_batch_only_index_on_one_row_is_explained(verdict):
     passed, printed = verdict(check.sample_next, top_k_first_for_a_batch_only)
     assert passed is False and "IndexError: too many indices" in printed, printed
-    assert "a single row of logits (V,) has no batch axis: index the last axis" in printed
+    assert "a single row of logits (V,) has no batch axis: work on the last axis" in printed
 
 
 def test_a_temperature_floored_at_0_1_is_told_how_many_draws_missed_the_argmax(verdict):
@@ -784,3 +784,120 @@ def test_a_mistake_is_named_as_itself_not_as_one_that_samples_alike(answer, own,
     passed, printed = verdict(check.sample_next, answer)
     assert passed is False and printed.startswith("❌ sample_next: "), printed
     assert own in printed and other not in printed, printed
+
+
+# ------------------------------------------------------ the rows of a batch kept apart ----
+
+
+def ranks_from_the_first_row(logits, temperature=1.0, top_k=None, top_p=None, generator=None):
+    """Top-k through topk's values and indices, then B ranks drawn at once from the first
+    row's top-k probabilities: each row keeps its own k tokens, in row 0's proportions."""
+    if top_k is None or top_p is not None or temperature == 0:
+        return lm.sample_next(logits, temperature, top_k, top_p, generator)
+    scores = (logits / temperature).reshape(-1, logits.shape[-1])  # (B, V)
+    values, indices = scores.topk(top_k, dim=-1)  # (B, k) each
+    probs = values.softmax(dim=-1)  # (B, k)
+    ranks = torch.multinomial(probs[0], probs.shape[0], replacement=True, generator=generator)
+    return indices.gather(-1, ranks[:, None]).squeeze(-1).reshape(logits.shape[:-1])
+
+
+def ranks_when_both(logits, temperature=1.0, top_k=None, top_p=None, generator=None):
+    """Both filters in the top-k's sorted order, and the rank returned, not the token id."""
+    if temperature == 0 or top_k is None or top_p is None:
+        return lm.sample_next(logits, temperature, top_k, top_p, generator)
+    values, indices = (logits / temperature).topk(top_k, dim=-1)  # (..., k) each, sorted
+    probs = values.softmax(dim=-1)
+    kept = probs * (probs.cumsum(dim=-1) - probs < top_p)
+    drawn = torch.multinomial(kept.reshape(-1, top_k), 1, generator=generator)  # (B, 1)
+    return drawn.reshape(logits.shape[:-1])  # <- indices.gather(-1, drawn) forgotten
+
+
+def unsqueezed_without_generator(logits, temperature=1.0, top_k=None, top_p=None,
+                                 generator=None):  # fmt: skip
+    """A branch of its own for generator=None, where the sample axis is not removed."""
+    if generator is None and temperature != 0:
+        probs = torch.softmax(logits / temperature, dim=-1)
+        return torch.multinomial(probs.reshape(-1, probs.shape[-1]), 1)  # (B, 1)
+    return lm.sample_next(logits, temperature, top_k, top_p, generator)
+
+
+BATCHES = [
+    (
+        ranks_from_the_first_row,
+        r"on a batch of 3 different rows of logits with temperature=1\.0, top_k=2: token \d "
+        r"\(row [12]\) was drawn [\d.]+% of the time, but its probability is",
+    ),
+    (
+        ranks_when_both,
+        r"on logits \[1\.2, .*\] with temperature=1\.0, top_k=4, top_p=0\.7: the ids drawn are "
+        r"positions in the sorted order",
+    ),
+    (
+        unsqueezed_without_generator,
+        r"on logits \(3, V\) with generator=None: the ids have shape \(3, 1\), expected \(3,\)",
+    ),
+]
+
+
+@pytest.mark.parametrize("answer, shown", BATCHES, ids=[a.__name__ for a, _ in BATCHES])
+def test_a_batch_mistake_names_the_row_or_the_call(answer, shown, verdict):
+    passed, printed = verdict(check.sample_next, answer)
+    assert passed is False and printed.startswith("❌ sample_next: "), printed
+    assert re.search(shown, printed), printed
+
+
+# -------------------------------------------------- a crash at temperature 0, by its error ----
+
+
+def _greedy_by(step):
+    """An answer that runs `step` on (logits, temperature) at temperature 0, else the
+    course's sampler."""
+
+    def answer(logits, temperature=1.0, top_k=None, top_p=None, generator=None):
+        if temperature == 0:
+            return step(logits, temperature)
+        return lm.sample_next(logits, temperature, top_k, top_p, generator)
+
+    answer.__name__ = step.__name__
+    return answer
+
+
+def refuses_zero(logits, temperature):
+    raise ValueError(f"temperature must be positive, got {temperature}")
+
+
+def argmax_over_dim_1(logits, temperature):
+    return logits.argmax(dim=1)  # right on a batch, out of range on one row (V,)
+
+
+def categorical_of_the_divided(logits, temperature):
+    return torch.distributions.Categorical(probs=(logits / temperature).softmax(-1)).sample()
+
+
+def multiplied_by_the_inverse(logits, temperature):
+    return torch.multinomial((logits * (1 / temperature)).softmax(-1), 1)[..., 0]
+
+
+def log_of_the_temperature(logits, temperature):
+    return torch.multinomial((logits - math.log(temperature)).softmax(-1), 1)[..., 0]
+
+
+_DIVIDED = "temperature=0 means greedy: return logits.argmax(dim=-1) before using the temperature"
+GREEDY_CRASHES = [
+    (refuses_zero, "ValueError: temperature must be positive", "temperature=0 is a valid input"),
+    (argmax_over_dim_1, "IndexError: Dimension out of range", "has no batch axis"),
+    (categorical_of_the_divided, "ValueError: Expected parameter probs", _DIVIDED),
+    (multiplied_by_the_inverse, "ZeroDivisionError: float division by zero", _DIVIDED),
+    (log_of_the_temperature, "ValueError: math domain error", _DIVIDED),
+]
+
+
+@pytest.mark.parametrize(
+    "step, error, hint", GREEDY_CRASHES, ids=[s.__name__ for s, *_ in GREEDY_CRASHES]
+)
+def test_a_crash_at_temperature_0_gets_the_hint_its_error_calls_for(step, error, hint, verdict):
+    passed, printed = verdict(check.sample_next, _greedy_by(step))
+    assert passed is False and "temperature=0.0" in printed, printed
+    assert f"your code raised {error}" in printed and hint in printed, printed
+    if hint != _DIVIDED:  # not blamed on a division it does not make
+        assert _DIVIDED not in printed, printed

@@ -29,6 +29,7 @@ from __future__ import annotations
 import functools
 import inspect
 import math
+import re
 import traceback
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -119,13 +120,14 @@ def exercise(name: str) -> Callable[[Callable[..., str]], Callable[..., Verdict]
                     )
                 return FAILED
             except Mistake as mistake:
-                print(f"❌ {name}: {mistake}")
+                print(f"❌ {name}: {one_line(str(mistake))}")
                 return FAILED
             except Exception as error:  # a bug in the checker itself: still never raise
                 where = traceback.extract_tb(error.__traceback__)[-1]
                 print(
                     f"❌ {name}: the checker stopped on an unexpected {error_name(error)}: "
-                    f"{error} ({where.filename}:{where.lineno}). Please report this."
+                    f"{one_line(str(error))} ({where.filename}:{where.lineno}). Please report "
+                    "this."
                 )
                 return FAILED
             print(f"✅ {name}: passed ({summary}).")
@@ -187,6 +189,13 @@ COMMON_HINTS = {
 }
 
 Hints = dict[str, str] | Callable[[str], str | None] | None
+
+
+def one_line(text: str) -> str:
+    """A verdict is one line: an error's text can span several (torch prints a tensor in
+    its message row by row), so each line break, with the indentation around it, becomes
+    one space. Other spaces stay as they are (the data a message quotes may hold two)."""
+    return re.sub(r"[ \t]*[\r\n]+\s*", " ", text.strip("\r\n"))
 
 
 def then(text: str, hint: str) -> str:

@@ -138,7 +138,10 @@ def _right(rows: torch.Tensor, temperature: float, k=None, p=None) -> torch.Tens
 
 _ROW = (1.2, -0.3, 2.0, 0.4, -0.6, 0.9)
 _TIES = (2.0, 0.5, 0.5, 1.2, 0.5, -0.5)  # the 3rd largest, 0.5, three times
-_ROWS = (_ROW, (0.0, 1.5, -0.5, 0.8, 1.0, -1.0), (-0.2, 0.3, 0.1, 2.2, -0.7, 1.6))
+# Three rows whose top two tokens split the probability differently (0.69/0.31, 0.62/0.38,
+# 0.86/0.14): an answer that mixes the rows of a batch (every row drawn with row 0's
+# probabilities) draws the wrong shares even where it keeps the right tokens.
+_ROWS = (_ROW, (0.0, 1.5, -0.5, 0.8, 1.0, -1.0), (-0.2, 0.3, 0.1, 3.4, -0.7, 1.6))
 
 
 @dataclass(frozen=True)
@@ -427,17 +430,25 @@ def _expect_ids(result, shape: tuple[int, ...], V: int, where: str) -> torch.Ten
 
 
 def _greedy_hint(message: str) -> str | None:
+    """The hint for a crash at temperature 0, by what the error says."""
     if "must match the size" in message:
         return _THRESHOLD_SHAPE
-    if "too many indices" in message:
+    if "too many indices" in message or "Dimension out of range" in message:
         return (
-            "a single row of logits (V,) has no batch axis: index the last axis, "
-            "topk(k, dim=-1).values[..., -1:], not [:, -1]"
+            "a single row of logits (V,) has no batch axis: work on the last axis, "
+            "argmax(dim=-1), topk(k, dim=-1).values[..., -1:], not dim=1 or [:, -1]"
+        )
+    if "temperature" in message:  # the learner's own check refuses 0
+        return (
+            "temperature=0 is a valid input: it means greedy decoding. Return "
+            "logits.argmax(dim=-1) when temperature == 0, before anything else"
         )
     lowered = message.lower()
-    if any(word in lowered for word in ("inf", "nan", "division", "divide", "zero")):
+    # NaN from logits / 0 (torch.multinomial's and Categorical's messages), Python's
+    # ZeroDivisionError ("float division by zero"), math.log(0) ("math domain error")
+    if any(word in lowered for word in ("nan", "zero", "domain")):
         return (
-            "temperature=0 means greedy: return logits.argmax(dim=-1) before dividing by the "
+            "temperature=0 means greedy: return logits.argmax(dim=-1) before using the "
             "temperature (logits / 0 is inf or NaN, and so is the softmax of it)"
         )
     return None
@@ -727,24 +738,23 @@ def _expect_no_generator_works(candidate) -> None:
     got = call(candidate, rows, 1.0, None, None, None, names=_NAMES, hints=hint)
     _expect_ids(got, (len(_ROWS),), len(_ROW), where)
     batch = torch.tensor(_ROW).repeat(200, 1)  # (200, V)
-    where = "on logits (200, V) with temperature=1.0 and generator=None"
     for temperature, top_k, top_p in _SETTINGS:
+        setting = f"temperature={temperature}" + (
+            f", top_k={top_k}, top_p={top_p}" if top_k is not None else ""
+        )
+        where = f"on logits (200, V) with {setting} and generator=None"
         draws = [
             call(candidate, batch, temperature, top_k, top_p, None, names=_NAMES, hints=hint)
             for _ in range(2)
         ]
         first, second = (_expect_ids(d, (200,), len(_ROW), where) for d in draws)
         if torch.equal(first, second):
-            setting = f"temperature={temperature}" + (
-                f", top_k={top_k}, top_p={top_p}" if top_k is not None else ""
-            )
             raise Mistake(
-                f"on logits (200, V) with {setting} and generator=None, two calls drew "
-                "exactly the same ids: without a generator your code draws from a fixed seed "
-                "(torch.manual_seed(0), torch.Generator().manual_seed(0), or a new "
-                "torch.Generator(), which always starts from the same default seed). With "
-                "generator=None, draw from torch's global generator: torch.multinomial(probs, "
-                "1, generator=None) does"
+                f"{where}, two calls drew exactly the same ids: without a generator your "
+                "code draws from a fixed seed (torch.manual_seed(0), "
+                "torch.Generator().manual_seed(0), or a new torch.Generator(), which always "
+                "starts from the same default seed). With generator=None, draw from torch's "
+                "global generator: torch.multinomial(probs, 1, generator=None) does"
             )
 
 
