@@ -26,6 +26,8 @@ def test_a_crash_shows_the_generator_it_was_given_by_its_seed(verdict):
     assert passed is False and "your code raised ValueError: boom" in printed, printed
     assert re.search(r"generator=torch\.Generator\(\)\.manual_seed\(\d+\)", printed), printed
     assert "object at 0x" not in printed, printed
+    assert "temperature=0.0" in printed, printed  # it crashed in the greedy check
+    assert "greedy" not in printed, printed  # an error unrelated to the temperature: no hint
 
 
 # ---------------------------------------- a failure names its case and what was seen ----
