@@ -716,14 +716,16 @@ for (norm_first, warmup), losses in runs.items():
 # the task ({{ final[False, 30]:.3f }}). Pre-LN learns it either way
 # ({{ final[True, 0]:.3f }} without warm-up, {{ final[True, 30]:.3f }} with). That is Xiong
 # et al.'s finding in miniature. The claims, checked (these lines are compared on every test
-# run):
+# run, on every CPU: the thresholds, 1.5 and 0.5, sit far from both chance, 2.30, and the
+# few hundredths a run that learned ends at, leaving room for another CPU's rounding, which
+# moves every loss a little):
 
 # %%
 final = {key: sum(losses[-10:]) / 10 for key, losses in runs.items()}
-print("post-LN without warm-up stays near chance (final loss above 2):", final[False, 0] > 2.0)
-print("post-LN with warm-up learns (final loss under 1):", final[False, 30] < 1.0)
-print("pre-LN learns with and without warm-up (final loss under 0.1):",
-      final[True, 0] < 0.1 and final[True, 30] < 0.1)
+print("post-LN without warm-up stays near chance (final loss above 1.5):", final[False, 0] > 1.5)
+print("post-LN with warm-up learns (final loss under 0.5):", final[False, 30] < 0.5)
+print("pre-LN learns with and without warm-up (final loss under 0.5):",
+      final[True, 0] < 0.5 and final[True, 30] < 0.5)
 
 # %% [markdown]
 # One seed is one draw of the initial weights and of the data. The two runs with warm-up
@@ -736,19 +738,19 @@ warmed = {(norm_first, seed): sum(train(norm_first, 30, seed=seed)[-10:]) / 10
 for seed in other_seeds:
     print(f"seed {seed}, 30-step warm-up: loss over the last 10 steps post-LN "
           f"{warmed[False, seed]:.3f}, pre-LN {warmed[True, seed]:.3f}")
-post_ln_stuck = sum(warmed[False, seed] > 1.0 for seed in other_seeds)
+post_ln_stuck = sum(warmed[False, seed] > 1.5 for seed in other_seeds)
 
 # %% [markdown]
-# With the same warm-up, post-LN's loss stayed above 1 on {{ post_ln_stuck }} of these
-# {{ len(other_seeds) }} seeds, and pre-LN's ended under 0.1 on all of them: at this
+# With the same warm-up, post-LN's loss stayed above 1.5 on {{ post_ln_stuck }} of these
+# {{ len(other_seeds) }} seeds, and pre-LN's ended under 0.5 on all of them: at this
 # learning rate a 30-step warm-up does not always rescue post-LN. (Pre-LN without warm-up
 # ran on seed 0 only, above.) Checked:
 
 # %%
-print("post-LN with warm-up fails to learn (final loss above 1) on at least one of seeds 1-4:",
-      any(warmed[False, seed] > 1.0 for seed in other_seeds))
-print("pre-LN with warm-up learns on all of seeds 1-4 (final loss under 0.1):",
-      all(warmed[True, seed] < 0.1 for seed in other_seeds))
+print("post-LN with warm-up stays near chance (final loss above 1.5) on at least one of "
+      "seeds 1-4:", any(warmed[False, seed] > 1.5 for seed in other_seeds))
+print("pre-LN with warm-up learns on all of seeds 1-4 (final loss under 0.5):",
+      all(warmed[True, seed] < 0.5 for seed in other_seeds))
 
 # %% [markdown]
 # Warm-up is a patch for post-LN's start; pre-LN removes the need for it. Post-LN is not
