@@ -800,15 +800,19 @@ print(f"sentence 2, the row of its first wo: {weights[verb_at - 1]:.2f} on "
 # Unlike the words that translate a source word, the particles are not pinned down by the
 # task: any row that tells the decoder where the clause is will do, and different runs
 # settle differently. This run (the cell above; head {{ best_head }} of layer
-# {{ best_layer }} aligned best) put the *wo* of a relative clause most often on
-# {{ particle_shares["wo, relative clause"][0] }}
-# ({{ particle_shares["wo, relative clause"][1]:.0% }} of them), *ga* on
-# {{ particle_shares["ga"][0] }} and the main clause's *wo* on
-# {{ particle_shares["wo, main clause"][0] }}, and {{ wo_on_verb:.2f }} of sentence 2's first
-# *wo* row on "{{ wo_verb }}", the verb it precedes. Runs of this same notebook that differ
-# only in how the CPU rounds settle elsewhere: with MKL held to older instructions
-# (`MKL_ENABLE_INSTRUCTIONS=SSE4_2`) on the CPU that built it, the *wo* of a relative clause
-# attended most often to another kind of word than *that*. So nothing
+# {{ best_layer }} aligned best) sent the *wo* of a relative clause to
+# {{ particle_shares["wo, relative clause"][0] }} more often than to any other kind of word
+# ({{ particle_shares["wo, relative clause"][1]:.0% }} of them), *ga* most often to
+# {{ particle_shares["ga"][0] }} ({{ particle_shares["ga"][1]:.0% }}) and the main clause's
+# *wo* to {{ particle_shares["wo, main clause"][0] }}
+# ({{ particle_shares["wo, main clause"][1]:.0% }}); sentence 2's first *wo* row put
+# {{ wo_on_verb:.2f }} of its weight on "{{ wo_verb }}", the verb it precedes. Runs that
+# differ only in the math kernels (so in the last bits of their rounding) settle elsewhere:
+# the build of this notebook before this one, on another CPU, aligned best with head 3 of
+# layer 1, sent 46% of these *wo* to *that*, *ga* to a determiner and the main clause's *wo*
+# to the main verb, and put 0.70 of sentence 2's row on "chases"; on the CPU that built this
+# one, with MKL held to older instructions (`MKL_ENABLE_INSTRUCTIONS=SSE4_2`), the *wo* of a
+# relative clause went to another kind of word more often than to *that*. So nothing
 # about the particles is checked here: where their rows look is decided by the run, while
 # where the rows of the translated words look (the squares, checked above) is decided by the
 # task.

@@ -459,9 +459,11 @@ print(f"\nprompts (of {len(prompts)}) on which a sampler writes T = 1's text: {s
 # T = 1's token whenever they keep it: a line changes only from
 # the first step where T = 1 drew a token they cut. T = 0.7 moves probability from every
 # unlikely token to the likely ones, so it can change the token even where T = 1 drew a
-# likely one. The token after "I", drawn 1,000 times with one generator seeded {{ SEED }} for
-# each setting (the counts come from this notebook's trained model, so they differ from one
-# CPU to another; the checks after them hold on any):
+# likely one, one that top-p 0.9 keeps (the last line of the counts below, checked after
+# them). The token after "I", drawn 1,000 times with one generator seeded {{ SEED }} for each
+# setting (the counts come from this notebook's trained model, so they can differ from one
+# CPU to another; the first two checks after them hold by construction, the third by a wide
+# margin):
 
 # %% tags=["nbval-ignore-output"]
 with torch.no_grad():
