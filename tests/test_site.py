@@ -13,7 +13,6 @@ from __future__ import annotations
 import importlib.util
 import json
 import re
-import shutil
 import subprocess
 import sys
 import time
@@ -40,18 +39,10 @@ LESSONS = sorted(p.stem for p in (ROOT / "solutions").glob("[0-9][0-9]_*.ipynb")
 
 def _fresh_copy(target: Path) -> Path:
     """The files a clone of this working tree would hold, copied to `target`."""
-    listed = subprocess.run(
-        ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
-        cwd=ROOT,
-        capture_output=True,
-        check=True,
-    ).stdout.decode()
-    for name in filter(None, listed.split("\0")):
-        source = ROOT / name
-        if source.is_file():  # a tracked file deleted in the working tree is not copied
-            (target / name).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(source, target / name)
-    return target
+    spec = importlib.util.spec_from_file_location("timings", ROOT / "tools" / "timings.py")
+    timings = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(timings)
+    return timings.copy_of_the_tree(target, ROOT)
 
 
 @pytest.fixture(scope="session")

@@ -317,10 +317,9 @@ def data_dir(root: Path = ROOT) -> Path:
     return Path(configured).expanduser() if configured else root / "data"
 
 
-def working_copy(target: Path, root: Path = ROOT) -> Path:
-    """The files a clone of this working tree holds (tracked, and new ones git does not
-    ignore), copied to `target` and made a git repository of their own (tests ask git for its
-    files), with `.venv` a link to the checkout's (`make lab` runs in it)."""
+def copy_of_the_tree(target: Path, root: Path = ROOT) -> Path:
+    """The files a clone of this working tree would hold (tracked, and new ones git does not
+    ignore), copied to `target` (tests/test_site.py builds the website from such a copy)."""
     listed = subprocess.run(
         ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
         cwd=root,
@@ -332,6 +331,13 @@ def working_copy(target: Path, root: Path = ROOT) -> Path:
         if source.is_file():  # a tracked file deleted in the working tree is not copied
             (target / name).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(source, target / name)
+    return target
+
+
+def working_copy(target: Path, root: Path = ROOT) -> Path:
+    """A copy of the working tree (copy_of_the_tree) made a git repository of its own (tests
+    ask git for its files), with `.venv` a link to the checkout's (`make lab` runs in it)."""
+    copy_of_the_tree(target, root)
     if (root / ".venv").is_dir():
         (target / ".venv").symlink_to((root / ".venv").resolve(), target_is_directory=True)
     for command in (["git", "init", "-q"], ["git", "add", "-A"]):
