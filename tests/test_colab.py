@@ -167,6 +167,7 @@ def test_build_and_check_use_the_address_of_the_course_they_build(tmp_path):
     )
 
 
+@pytest.mark.learner_notebooks  # reads notebooks/ as committed (make test-fast leaves it out)
 @pytest.mark.parametrize("path", sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb")))
 def test_each_committed_notebook_begins_with_the_install_cell(path):
     learner = nbformat.read(path, as_version=4)

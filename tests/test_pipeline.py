@@ -6,6 +6,10 @@ What an instructor and a learner rely on:
   the exercises unfinished, each checker saying "not implemented yet";
 - solution notebooks were executed and every checker in them passed;
 - `build` never silently destroys a learner's edits.
+
+The tests of the learner notebooks in notebooks/ as committed are marked `learner_notebooks`:
+a learner who works there makes them fail, so `make test-fast` leaves them out
+(tests/test_learner_safe.py); `make test` runs them.
 """
 
 import importlib.util
@@ -77,12 +81,26 @@ def test_broken_markers_are_named(source, complaint):
 # ----------------------------------------------- the committed notebooks ----------
 
 
+def _stale(source: Path, learner: bool) -> list[str]:
+    """authoring.staleness's problems with the learner notebook (notebooks/...), or the others
+    (solutions/...)."""
+    return [p for p in authoring.staleness(source) if p.startswith("notebooks/") == learner]
+
+
 @pytest.mark.parametrize("source", SOURCES, ids=IDS)
-def test_generated_notebooks_are_current(source):
-    problems = authoring.staleness(source)
+def test_solution_notebooks_are_current(source):
+    problems = _stale(source, learner=False)
     assert not problems, "stale notebooks, run `make notebooks`:\n" + "\n".join(problems)
 
 
+@pytest.mark.learner_notebooks
+@pytest.mark.parametrize("source", SOURCES, ids=IDS)
+def test_learner_notebooks_are_current(source):
+    problems = _stale(source, learner=True)
+    assert not problems, "stale notebooks, run `make notebooks`:\n" + "\n".join(problems)
+
+
+@pytest.mark.learner_notebooks
 @pytest.mark.parametrize("source", SOURCES, ids=IDS)
 def test_learner_notebook_has_stubs_and_no_answers_or_outputs(source):
     nb = nbformat.read(ROOT / "notebooks" / f"{source.stem}.ipynb", as_version=4)
@@ -115,6 +133,7 @@ def test_every_checker_a_lesson_calls_is_registered(source):
         assert getattr(check, name) is check.EXERCISES[name]
 
 
+@pytest.mark.learner_notebooks
 @pytest.mark.parametrize("source", SOURCES, ids=IDS)
 def test_learner_notebook_calls_its_checkers(source):
     """Each exercise's checker cell is in the learner notebook. That they say "not
@@ -301,6 +320,7 @@ def test_unreadable_learner_notebook_is_kept_not_overwritten(course_root):
     assert [b.read_text(encoding="utf-8") for b in backups] == ["{ half-saved"]
 
 
+@pytest.mark.learner_notebooks
 def test_cli_check_reports_current_notebooks(capsys):
     assert authoring.main(["check"]) == 0
     assert "all notebooks are current" in capsys.readouterr().out

@@ -3,7 +3,8 @@
 One class folder of four made-up learners is graded once (lessons 02 and 03 only, the
 course's own notebooks of lesson 02 only, tiny made-up ones otherwise: this file must stay
 well under a minute); each test reads one thing from that run:
-  stub     lesson 02's generated learner notebook, unchanged     -> ⏳; no 03 notebook: missing
+  stub     lesson 02's learner notebook as `make notebooks` generates it (not the one in
+           notebooks/, where a learner may have answered it)      -> ⏳; no 03 notebook: missing
   solved   lesson 02's executed solution notebook                 -> ✅; no 03 notebook: missing
   wrong    02: softmax over the queries, then the lesson's re-import of the course's
            reference under the same name (as lessons 05 and 06 do)  -> ❌ with its diagnosis
@@ -69,9 +70,12 @@ def graded(tmp_path_factory):
     """The class folder, its files before, the CLI's exit status, stdout and CSV rows."""
     tmp = tmp_path_factory.mktemp("progress")
     folder = tmp / "class"
-    for learner, generated in (("stub", "notebooks"), ("solved", "solutions")):
-        (folder / learner).mkdir(parents=True)
-        shutil.copyfile(ROOT / generated / LESSON_02, folder / learner / LESSON_02)
+    solution = ROOT / "solutions" / LESSON_02
+    lesson = authoring.read_lesson(solution.with_suffix(".py"))
+    stub = authoring.learner_notebook(lesson, authoring.recorded_values(solution))
+    authoring.write(stub, folder / "stub" / LESSON_02)
+    (folder / "solved").mkdir(parents=True)
+    shutil.copyfile(solution, folder / "solved" / LESSON_02)
     reimport = "from course.attention import dot_product_attention  # the reference, from here on"
     notebook(folder / "wrong" / LESSON_02, IMPORTS, WRONG_02, CHECK_02, reimport)
     notebook(folder / "wrong" / LESSON_03, IMPORTS, "x = (1,", RIGHT_03, CHECK_03)

@@ -68,11 +68,12 @@ EQUIVALENT_FILE = ROOT / "tools" / "mutation_equivalent.txt"
 # not on authoring.py; the sandbox tests cover the same functions.
 COMMITTED_NOTEBOOK_TESTS = [
     "test_there_are_lessons",
-    "test_generated_notebooks_are_current",
+    "test_solution_notebooks_are_current",
+    "test_learner_notebooks_are_current",
     "test_learner_notebook_has_stubs_and_no_answers_or_outputs",
     "test_solution_notebook_checkers_all_passed",
     "test_every_checker_a_lesson_calls_is_registered",
-    "test_learner_notebook_runs_unfinished_and_says_so",
+    "test_learner_notebook_calls_its_checkers",
     "test_cli_check_reports_current_notebooks",
 ]
 # course.progress's tests that grade notebooks in real kernels (one class folder, about a
