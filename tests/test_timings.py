@@ -14,7 +14,6 @@ description, the pages' text) are tested on made-up records; nothing here runs a
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import re
 import shutil
@@ -23,12 +22,10 @@ import sys
 from pathlib import Path
 
 import pytest
+from _tools import load
 
 ROOT = Path(__file__).resolve().parents[1]
-_spec = importlib.util.spec_from_file_location("timings", ROOT / "tools" / "timings.py")
-timings = importlib.util.module_from_spec(_spec)
-sys.modules["timings"] = timings  # its dataclasses look their module up
-_spec.loader.exec_module(timings)
+timings = load("timings")
 
 RECORD = json.loads((ROOT / "docs" / "timings.json").read_text(encoding="utf-8"))
 FIGURES = timings.figures()

@@ -6,7 +6,6 @@ GPU check with a stand-in `nvidia-smi` on PATH; and the Makefile's use of it thr
 """
 
 import http.server
-import importlib.util
 import os
 import shutil
 import socket
@@ -18,12 +17,11 @@ import urllib.error
 from pathlib import Path
 
 import pytest
+from _tools import load
 
 ROOT = Path(__file__).resolve().parents[1]
 
-_spec = importlib.util.spec_from_file_location("torch_index", ROOT / "tools" / "torch_index.py")
-ti = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(ti)
+ti = load("torch_index")
 
 CPU = ti.CPU_INDEX
 
