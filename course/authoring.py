@@ -171,11 +171,93 @@ def read_lesson(source: Path):
 
 COLAB_BADGE = "https://colab.research.google.com/assets/colab-badge.svg"
 
+# A learner runs the learner notebook on their own machine, so a figure filled from the
+# course's run is somebody else's: it is marked, and its cell says whose run it is.
+RUN_MARK = "\N{DAGGER}"
+_SLOT = "\x00"  # stands for a field while the cell is scanned
+_AFTER_FIGURE = '%"\N{RIGHT DOUBLE QUOTATION MARK}'
+_THIS_RUN = re.compile(r"\bthis\s+(?:notebook's\s+)?run\b", re.IGNORECASE)
+
+
+def run_note(source_name: str, says_this_run: bool = False) -> str:
+    """The line a learner notebook adds under a cell with marked figures."""
+    stored = f"solutions/{Path(source_name).stem}.ipynb"
+    if says_this_run:
+        return (
+            f'*{RUN_MARK} and "this run" in this cell: the course\'s stored run, `{stored}`; '
+            "your own run prints its own figures in the code cells.*"
+        )
+    return (
+        f"*{RUN_MARK}: a figure from the course's stored run, `{stored}`; your own run "
+        "prints its own in the code cells.*"
+    )
+
+
+def mark_figures(text: str, values: dict[str, str]) -> str:
+    """`text` with each `{{ expr }}` replaced by its value and followed by RUN_MARK.
+
+    The mark goes where markdown still shows it as text: after the inline code or the
+    maths that holds the field (`$T = {{ T }}$` -> `$T = 12$` + mark), after a `%` or a
+    closing double quote that follows it, and once for fields that sit together."""
+    slotted = FIELD.sub(_SLOT, text)
+    out: list[str] = []
+    closer, pending, i = None, False, 0
+    while i < len(slotted):
+        ch = slotted[i]
+        if pending and closer is None and ch != _SLOT and ch not in _AFTER_FIGURE:
+            out.append(RUN_MARK)
+            pending = False
+        if ch == _SLOT:
+            out.append(ch)
+            pending, i = True, i + 1
+            continue
+        if closer is None and ch == "\\":
+            out.append(slotted[i : i + 2])
+            i += 2
+            continue
+        if ch in "`$":
+            run = len(slotted[i:]) - len(slotted[i:].lstrip(ch))
+            if ch == "$":
+                run = min(run, 2)
+            if closer is None:
+                closer = ch * run
+            elif ch * run == closer:
+                closer = None
+            out.append(ch * run)
+            i += run
+            continue
+        out.append(ch)
+        i += 1
+    if pending:
+        out.append(RUN_MARK)
+    filled = iter(values[m.group(1).strip()] for m in FIELD.finditer(text))
+    return "".join(next(filled) if piece == _SLOT else piece for piece in out)
+
+
+def mark_run_figures(lesson, values: dict[str, str]):
+    """A copy of `lesson` filled with `values` for a learner: in every markdown cell that
+    holds a field, each filled figure is marked, and one line (`run_note`), a paragraph
+    of its own after the paragraph of the cell's last field, says that the marked figures
+    are the course's stored run, not the learner's. Cells without a field are left as
+    they are."""
+    fill(lesson, values)  # the same complaint as `fill` about a field without a value
+    marked = copy.deepcopy(lesson)
+    source_name = marked.metadata.course.source
+    for cell in marked.cells:
+        if cell.cell_type == "markdown" and FIELD.search(cell.source):
+            note = run_note(source_name, bool(_THIS_RUN.search(cell.source)))
+            text = mark_figures(cell.source, values).rstrip("\n")
+            end = text.find("\n\n", text.rfind(RUN_MARK))
+            end = len(text) if end < 0 else end
+            cell.source = text[:end] + "\n\n" + note + text[end:]
+    return marked
+
 
 def learner_notebook(lesson, values: dict[str, str] | None = None, root: Path = ROOT):
-    """Answers stubbed, outputs cleared, prose fields filled with `values` (from the run),
-    and Colab's two additions (`add_colab`), made from `root`'s pyproject.toml."""
-    nb = fill(lesson, values or {})
+    """Answers stubbed, outputs cleared, prose fields filled with `values` (from the run)
+    and marked as the course's run (`mark_run_figures`), and Colab's two additions
+    (`add_colab`), made from `root`'s pyproject.toml."""
+    nb = mark_run_figures(lesson, values or {})
     for i, cell in enumerate(nb.cells):
         if cell.cell_type == "code":
             cell.source = stub_solutions(
@@ -281,7 +363,11 @@ def back_up(path: Path, backups: Path) -> Path:
 def build(
     root: Path = ROOT, only: list[str] | None = None, execute: bool = True, say=print
 ) -> None:
+    """Write the notebooks of every lesson (or of `only`). Without `execute`, a lesson whose
+    solution notebook lacks a prose value is skipped with its reason, the other lessons
+    are still written, and the reasons are raised together at the end."""
     solutions_dir, notebooks_dir = root / "solutions", root / "notebooks"
+    skipped: list[str] = []
     for source in lesson_sources(solutions_dir, only):
         lesson = read_lesson(source)
         solution = None
@@ -291,6 +377,12 @@ def build(
             values = solution.metadata.course.filled
         else:
             values = recorded_values(solutions_dir / f"{source.stem}.ipynb")
+            try:
+                fill(lesson, values)
+            except AuthoringError as error:
+                skipped.append(str(error))
+                say(f"! skipped notebooks/{source.stem}.ipynb: {error}")
+                continue
         learner = learner_notebook(lesson, values, root)
         target = notebooks_dir / f"{source.stem}.ipynb"
         if not edited_by_hand(target):
@@ -311,6 +403,8 @@ def build(
         if solution is not None:
             write(solution, solutions_dir / f"{source.stem}.ipynb")
             say(f"wrote solutions/{source.stem}.ipynb")
+    if skipped:
+        raise AuthoringError("; ".join(skipped))
 
 
 def recorded_values(path: Path) -> dict[str, str]:
@@ -335,13 +429,11 @@ def staleness(source: Path, root: Path = ROOT) -> list[str]:
             + ", ".join("{{ " + f + " }}" for f in missing)
         )
         return problems
+    learner = learner_notebook(lesson, values, root=root)
     lesson = fill(lesson, values)
     if not learner_path.exists():
         problems.append(f"{learner_path.relative_to(root)} is missing")
-    elif (
-        learner_path.read_text(encoding="utf-8")
-        != nbformat.writes(learner_notebook(lesson, root=root)) + "\n"
-    ):
+    elif learner_path.read_text(encoding="utf-8") != nbformat.writes(learner) + "\n":
         problems.append(
             f"{learner_path.relative_to(root)} differs from what {source.name} generates"
         )

@@ -227,6 +227,91 @@ def test_learner_notebook_names_the_cell_with_a_broken_marker(root):
     )
 
 
+# ------------------------------------------- figures of the stored run ----------
+
+NOTE = (
+    "*\N{DAGGER}: a figure from the course's stored run, `solutions/99_tiny.ipynb`; "
+    "your own run prints its own in the code cells.*"
+)
+NOTE_THIS_RUN = (
+    '*\N{DAGGER} and "this run" in this cell: the course\'s stored run, '
+    "`solutions/99_tiny.ipynb`; your own run prints its own figures in the code cells.*"
+)
+
+
+def _with_prose(root, *markdown):
+    """The tiny lesson with markdown cells added after its code."""
+    lesson = authoring.read_lesson(_source(root))
+    lesson.cells += [nbformat.v4.new_markdown_cell(text) for text in markdown]
+    return lesson
+
+
+@pytest.mark.parametrize(
+    "text, marked",
+    [
+        ("took {{ s }} seconds", "took 13\N{DAGGER} seconds"),
+        ("at $T = {{ T }}$, here", "at $T = 12$\N{DAGGER}, here"),  # after the maths
+        ("$$\nT = {{ T }}\n$$ next", "$$\nT = 12\n$$\N{DAGGER} next"),
+        ("reads `{{ r }}`.", "reads `a <- b`\N{DAGGER}."),  # after the inline code
+        ("a ``x ` {{ T }}`` b", "a ``x ` 12``\N{DAGGER} b"),
+        ("{{ p }}% of it", "80%\N{DAGGER} of it"),
+        ('on "{{ w }}", the verb', 'on "chases"\N{DAGGER}, the verb'),
+        ("{{ s }}{{ T }} and {{ s }} + {{ s }}", "1312\N{DAGGER} and 13\N{DAGGER} + 13\N{DAGGER}"),
+        ("costs \\$5, {{ s }} s", "costs \\$5, 13\N{DAGGER} s"),  # an escaped $ opens no maths
+        ("ends with {{ s }}", "ends with 13\N{DAGGER}"),
+    ],
+)
+def test_mark_figures_puts_the_mark_where_markdown_shows_it(text, marked):
+    values = {"s": "13", "T": "12", "r": "a <- b", "p": "80", "w": "chases"}
+    assert authoring.mark_figures(text, values) == marked
+
+
+def test_a_filled_learner_notebook_marks_its_figures_and_says_whose_run(root):
+    lesson = _with_prose(
+        root,
+        "Training took {{ s }} to {{ t }} s.\n\nThe loss fell as expected.",
+        "No figure here, a $T$ and `code`.",
+        "It took {{ s }} s in this\nnotebook's run.",
+    )
+    before = nbformat.writes(lesson)
+    learner = authoring.learner_notebook(lesson, {"s": "13", "t": "18"})
+    assert nbformat.writes(lesson) == before  # the lesson itself is untouched
+    marked, plain, this_run = [c.source for c in learner.cells if c.cell_type == "markdown"][1:]
+    # the note follows the paragraph of the last field, before the rest of the cell
+    assert marked == (
+        f"Training took 13\N{DAGGER} to 18\N{DAGGER} s.\n\n{NOTE}\n\nThe loss fell as expected."
+    )
+    assert plain == "No figure here, a $T$ and `code`."  # a cell without fields: untouched
+    assert this_run == f"It took 13\N{DAGGER} s in this\nnotebook's run.\n\n{NOTE_THIS_RUN}"
+    assert learner.cells[0].source == lesson.cells[0].source  # the title has no field
+    assert learner.metadata.course.fingerprint == authoring.fingerprint(learner)
+
+
+def test_a_field_without_a_value_is_named_for_the_learner_notebook_too(root):
+    lesson = _with_prose(root, "{{ bleu:.1f }} and {{ steps }}")
+    with pytest.raises(AuthoringError, match=r"no value for \{\{ bleu:\.1f \}\}"):
+        authoring.learner_notebook(lesson, {"steps": "600"})
+
+
+def test_the_solution_notebook_keeps_the_figures_unmarked(root, fake_client, monkeypatch):
+    source = _source(root)
+    source.write_text(LESSON + "\n# %% [markdown]\n# Took {{ s }} s in this run.\n")
+    monkeypatch.setattr(authoring, "_read_values", lambda cell, wanted, where: {"s": "13"})
+    authoring.build(root, say=lambda _: None)
+    solution = nbformat.read(_solution(root), as_version=4)
+    learner = nbformat.read(_learner(root), as_version=4)
+    assert solution.cells[-1].source == "Took 13 s in this run."
+    assert learner.cells[-1].source == "Took 13\N{DAGGER} s in this run.\n\n" + NOTE_THIS_RUN
+    assert "\N{DAGGER}" not in nbformat.writes(solution)
+    assert authoring.staleness(source, root) == []  # check expects the marked notebook
+    assert authoring.edited_by_hand(_learner(root)) is False
+    # a learner who edits the marked prose keeps their notebook, as with any edit
+    learner.cells[-1].source = "Took 13 s on my laptop."
+    nbformat.write(learner, _learner(root))
+    authoring.build(root, execute=False, say=lambda _: None)
+    assert nbformat.read(_learner(root), as_version=4).cells[-1].source == "Took 13 s on my laptop."
+
+
 def test_solution_notebook_runs_a_fresh_kernel_in_the_given_folder(root, fake_client):
     lesson = authoring.read_lesson(_source(root))
     before = nbformat.writes(lesson)
@@ -344,6 +429,21 @@ def test_build_without_executing_writes_only_the_learner_notebook(root, fake_cli
     assert said == ["wrote notebooks/99_tiny.ipynb"]
     assert _learner(root).exists() and not _solution(root).exists()
     assert fake_client.made == []
+
+
+def test_build_without_executing_skips_a_lesson_without_its_values_and_says_why(root):
+    (root / "solutions" / "98_first.py").write_text(
+        LESSON + "\n# %% [markdown]\n# Took {{ s }} s.\n", encoding="utf-8"
+    )
+    said = []
+    with pytest.raises(AuthoringError) as error:
+        authoring.build(root, execute=False, say=said.append)
+    reason = "solutions/98_first.py: no value for {{ s }}"
+    assert reason in str(error.value)
+    assert not (root / "notebooks" / "98_first.ipynb").exists()
+    assert _learner(root).exists()  # the next lesson is still written
+    assert said[0].startswith("! skipped notebooks/98_first.ipynb: " + reason)
+    assert said[1:] == ["wrote notebooks/99_tiny.ipynb"]
 
 
 def test_build_only_the_lessons_asked_for(root, fake_client):

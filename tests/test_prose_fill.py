@@ -56,6 +56,19 @@ def _expected(seed):
     ), draws
 
 
+def _expected_learner(seed):
+    """The same prose in the learner notebook: each figure marked as the course's run."""
+    _, draws = _expected(seed)
+    mark, mean = "\N{DAGGER}", f"{sum(draws) / 5:.2f}"
+    return (
+        f"The five draws add up to {sum(draws)}{mark}, a mean of {mean}{mark};\n"
+        f"the largest is {max(draws)}{mark}. The mean again: {mean}{mark}.\n"
+        f"Quotes of both kinds: xy{mark}.\n\n"
+        "*\N{DAGGER}: a figure from the course's stored run, `solutions/99_measure.ipynb`; "
+        "your own run prints its own in the code cells.*"
+    )
+
+
 def test_fields_are_found_once_each_in_markdown_only():
     lesson = nbformat.v4.new_notebook()
     lesson.metadata = {"course": {"source": "solutions/99_x.py"}}
@@ -93,14 +106,15 @@ def test_build_fills_both_notebooks_from_the_run_and_they_are_current(tmp_path):
     text, draws = _expected(0)
     solution = tmp_path / "solutions" / "99_measure.ipynb"
     learner = tmp_path / "notebooks" / "99_measure.ipynb"
-    assert _markdown(solution) == text and _markdown(learner) == text
+    assert _markdown(solution) == text  # the solution shows its own run's figures plainly
+    assert _markdown(learner) == _expected_learner(0)
     assert f"draws: {draws}" in nbformat.read(solution, as_version=4).cells[1].outputs[0]["text"]
     assert len(nbformat.read(solution, as_version=4).cells) == 3  # the fill cell is gone
     assert authoring.staleness(source, tmp_path) == []
     # the learner notebook can be rebuilt without executing: it takes the recorded values
     learner.unlink()
     authoring.build(tmp_path, execute=False, say=lambda _: None)
-    assert _markdown(learner) == text
+    assert _markdown(learner) == _expected_learner(0)
     assert authoring.staleness(source, tmp_path) == []
 
 
