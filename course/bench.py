@@ -31,7 +31,7 @@ as the median of several repeats:
    (w_q, w_k, w_v where torch packs one in_proj): with Adam's for-each step they cost two
    operators each, with the per-tensor loop (foreach=False) about nine;
 6. the training step of row 1 at the course's own small sizes (COURSE: d_model 128,
-   3 + 3 layers, B 64, T 24, as lessons 09 and 11 train): goal ours <= 1.0 x torch.nn.
+   3 + 3 layers, B 64, T 24; lessons 11 and 12 train at d_model 128): goal ours <= 1.0 x torch.nn.
 
 Every ratio is ours / theirs (time / time, or FLOP/s / FLOP/s for row 2): the median of
 the per-repeat ratios, so that a slow moment of a shared machine hits both sides of one

@@ -1191,8 +1191,8 @@ TASKS = (*TASKS, *LM_TASKS)  # the choices of --task
 # rather than wide, as on fra-eng (more steps in the same time): no dropout (under two passes
 # over 91,583 sentences, nothing to regularise yet), a short warm-up, then a constant rate.
 # One torch thread: the matrices of a model this small gain little from a second thread, and
-# on a shared machine two threads wait for each other (30 steps with another process on
-# the machine: 156 ms a step on one thread, 686 ms on two): the course's policy, threads=0.
+# on a shared machine two threads wait for each other (docs/training.md's table of threads,
+# measured by `make timings`): the course's policy, threads=0.
 CONFIGS["lm-en"] = dict(
     d_model=128,
     n_heads=4,

@@ -14,7 +14,9 @@ description, the pages' text) are tested on made-up records; nothing here runs a
 
 from __future__ import annotations
 
+import copy
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -52,6 +54,26 @@ def stamp(seconds: float, date: str = "2026-12-01T10:00:00+00:00", load=1.0) -> 
     }
 
 
+def thread_run(condition, threads, steps, median, busy=0, load=0.2):
+    return {
+        "condition": condition,
+        "threads": threads,
+        "steps": steps,
+        "median_step_seconds": median,
+        "train_seconds": median * steps * 1.1,
+        "busy_processes": busy,
+        "load_before": load,
+    }
+
+
+THREAD_RUNS = [
+    thread_run("idle", 1, 200, 0.080),
+    thread_run("idle", 2, 200, 0.052, load=0.4),
+    thread_run("busy", 1, 60, 0.115, busy=2, load=2.1),
+    thread_run("busy", 2, 60, 0.720, busy=2, load=2.9),
+]
+
+
 def full_record() -> dict:
     """A made-up record holding every entry (figures no machine measured)."""
     metrics = {
@@ -82,6 +104,7 @@ def full_record() -> dict:
         "train": train,
         "site": stamp(17.4),
         "progress": stamp(149.6) | {"notebooks": len(LESSONS)},
+        "threads": stamp(120.0) | {"runs": THREAD_RUNS},
     }
     return timings.merge(None, MACHINE, measured)
 
@@ -133,7 +156,10 @@ def test_the_pages_name_the_records_machine():
 
 
 # Durations left on these pages outside the figures above: none is a timing of a command.
-NOT_TIMINGS = {"README.md": ["45 to 90 minutes"]}
+NOT_TIMINGS = {
+    "README.md": ["45 to 90 minutes"],
+    "docs/grading.md": ["stopped after 300 s"],  # a --timeout, not a measurement
+}
 DURATION = re.compile(r"\b\d+(?:\.\d+)?\s?(?:s|seconds?|minutes?|min)\b")
 
 
@@ -144,7 +170,9 @@ DURATION = re.compile(r"\b\d+(?:\.\d+)?\s?(?:s|seconds?|minutes?|min)\b")
         "docs/index.md",
         "docs/progress.md",
         "docs/grading.md",
+        "docs/exercises.md",
         "docs/troubleshooting.md",
+        "docs/authoring.md",
     ],
 )
 def test_no_other_timing_is_quoted_by_hand(page):
@@ -175,10 +203,126 @@ def test_the_record_is_one_machines_well_formed_measurements():
         assert {"load_before", "load_after", "commit", "dirty", "changed", "date"} <= set(entry)
         assert entry["commit"] is None or re.fullmatch(r"[0-9a-f]{40}", entry["commit"]), name
         assert re.match(r"\d{4}-\d\d-\d\dT", entry["date"]), name
-        assert name.startswith("run-all") or entry["command"].startswith(f"make {name}"), name
+        command = {"threads": "make train"}.get(name, f"make {name}")  # what each one times
+        assert name.startswith("run-all") or entry["command"].startswith(command), name
     for lesson, entry in entries.get("run-all", {}).get("lessons", {}).items():
         assert entry["notebook"].startswith(f"notebooks/{lesson}_"), lesson
         assert (ROOT / entry["notebook"]).is_file(), entry["notebook"]
+
+
+# --- the lead boxes ------------------------------------------------------------------------
+
+BOXES = [f for f in FIGURES if f.pattern == timings.BOX_HOW_LONG]
+# Lead boxes whose "How long" is no figure of the record: `make bench` writes benchmarks.md's,
+# and troubleshooting.md's names none.
+BOX_NOT_FROM_THE_RECORD = {"docs/benchmarks.md", "docs/troubleshooting.md"}
+
+
+def box_how_long_line(text: str) -> str | None:
+    """The lead box's "How long" item as a reader sees it: to the next item or the box's end."""
+    lines = text.split("\n")
+    for i, line in enumerate(lines):
+        if line.startswith("> - **How long:**"):
+            end = i + 1
+            while (
+                end < len(lines)
+                and lines[end].startswith(">")
+                and not lines[end].startswith("> - ")
+            ):
+                end += 1
+            return "\n".join(lines[i:end])
+    return None
+
+
+def unboxed(box: str) -> str:
+    """A lead box's wrapped item on one line, as Markdown reads it."""
+    return " ".join(re.sub(r"\n>   ", " ", box).split())
+
+
+def test_every_lead_boxs_how_long_is_a_figure_of_the_record_whole():
+    pages = sorted(f"docs/{p.name}" for p in (ROOT / "docs").glob("*.md"))
+    with_box = [p for p in pages if box_how_long_line((ROOT / p).read_text(encoding="utf-8"))]
+    assert sorted(f.page for f in BOXES) == sorted(set(with_box) - BOX_NOT_FROM_THE_RECORD)
+    for figure in BOXES:
+        text = (ROOT / figure.page).read_text(encoding="utf-8")
+        found = timings.quoted(figure)
+        assert len(found) == 1 and found[0].group(1) == box_how_long_line(text), figure.page
+
+
+def test_a_changed_record_changes_every_lead_box_so_a_stale_one_fails(tmp_path):
+    for page in PAGES:
+        (tmp_path / page).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(ROOT / page, tmp_path / page)
+    other = full_record()  # another machine, other seconds
+    timings.write_docs(other, tmp_path)
+    for figure in BOXES:
+        box = timings.quoted(figure, tmp_path)[0].group(1)
+        assert box == figure.render(other), figure.page
+        assert box != figure.render(RECORD), f"{figure.page}: the box ignores the record"
+        assert "a 2-core AMD EPYC 7B13" in unboxed(box), figure.page
+    record = copy.deepcopy(RECORD)  # the same machine, one second more everywhere
+    for entry in [*record["entries"].values(), *record["entries"]["run-all"]["lessons"].values()]:
+        for key in ("seconds", "train_seconds"):
+            if key in entry:
+                entry[key] += 60
+    for figure in BOXES:
+        assert figure.render(record) != figure.render(RECORD), figure.page
+
+
+def test_what_the_lead_boxes_say_of_a_full_record():
+    record = full_record()
+    boxes = {f.page: unboxed(f.render(record)) for f in BOXES}
+    on = "on the course's reference machine, a 2-core AMD EPYC 7B13"
+    lesson = {n: timings.duration(10.5 * i) for i, n in enumerate(LESSONS, 1)}
+    assert boxes == {
+        "docs/authoring.md": "> - **How long:** 10.9 minutes for all twelve lessons "
+        f"{on} (`make timings`, from `docs/timings.json`).",
+        "docs/exercises.md": "> - **How long:** a checker's run is part of its notebook's "
+        f"Run All, which takes 10 s to 2.1 minutes per lesson {on} ([the course map](index.md), "
+        "from `docs/timings.json`).",
+        "docs/gpt.md": f"> - **How long:** lesson 12's Run All takes {lesson['12']} {on} "
+        "([the course map](index.md), from `docs/timings.json`); `lm-en` trains for 10 "
+        "minutes (its `time_budget`), then measures the held-out perplexity.",
+        "docs/grading.md": "> - **How long:** about as long as `make progress` for each "
+        f"learner, 2.5 minutes for 12 notebooks {on} ([Where you stand](progress.md), from "
+        "`docs/timings.json`).",
+        "docs/progress.md": f"> - **How long:** 2.5 minutes for the 12 learner notebooks {on} "
+        '("How long" below, from `docs/timings.json`).',
+        "docs/training.md": f"> - **How long:** 67 s {on}, 51 s of it training "
+        '("How long" below, from `docs/timings.json`).',
+        "docs/translation.md": f"> - **How long:** lesson 11's Run All takes {lesson['11']} "
+        f"{on} ([the course map](index.md), from `docs/timings.json`). `fra-eng` trains for "
+        "10 minutes and `fra-eng-full` for 20 (their `time_budget`), then translate the "
+        "held-out sentences (45-50 s for `fra-eng-full`).",
+    }
+
+
+def test_what_the_lead_boxes_say_of_a_partial_or_empty_record():
+    partial = timings.merge(
+        None, MACHINE, {"run-all": {"command": "x", "lessons": {"02": stamp(1.82)}}}
+    )
+    boxes = {f.page: unboxed(f.render(partial)) for f in BOXES}
+    assert "which takes 2 s per lesson (1 measured so far) on" in boxes["docs/exercises.md"]
+    assert "lesson 12's Run All: not measured yet (`make timings`" in boxes["docs/gpt.md"]
+    empty = timings.merge(None, MACHINE, {})
+    for figure in BOXES:
+        box = unboxed(figure.render(empty))
+        assert "not measured yet (`make timings` records it in `docs/timings.json`)" in box
+        measured = box.replace(timings.GPT_TASK, "").replace(timings.TRANSLATION_TASKS, "")
+        assert not re.search(r"\d s\b|\d minutes", measured), box  # the tasks' budgets aside
+
+
+def test_a_lead_box_wraps_inside_its_list_item():
+    for figure in BOXES:
+        lines = figure.render(full_record()).splitlines()
+        assert lines[0].startswith("> - **How long:** "), figure.page
+        for line in lines:
+            assert len(line) <= 92 and line.count("`") % 2 == 0, line
+            assert line.count("[") == line.count("]"), f"a link cut in two: {line!r}"
+        for line in lines[1:]:
+            assert line.startswith(">   ") and not re.match(r">\s+(?:[-+*#>|]|\d+[.)])\s", line)
+            assert not re.match(r">\s+(?:s|minutes?)\b", line), f"a unit cut off: {line!r}"
+        assert re.fullmatch(timings.BOX_HOW_LONG, "\n".join(lines)), figure.page
 
 
 def test_make_timings_follows_make_bench():
@@ -345,6 +489,7 @@ def test_what_the_pages_say_before_anything_is_measured():
     assert "<seconds> s" in timings.train_example(empty)
     assert "Not measured yet" in timings.train_how_long(empty)
     assert timings.progress_example(empty) == "… s"
+    assert "Not measured yet" in timings.threads_table(empty)
 
 
 def test_what_the_pages_say_of_a_full_record():
@@ -362,6 +507,64 @@ def test_what_the_pages_say_of_a_full_record():
     assert how_long.startswith("**How long.** 51 s of training (`train_seconds`) and 67 s for")
     assert timings.progress_example(record) == "150 s"
     assert "took 2.5 minutes" in " ".join(timings.progress_how_long(record).split())
+    table, note = timings.threads_table(record).split("\n\n")
+    assert table.splitlines()[2:] == [
+        "| idle | 80 ms | 52 ms |",
+        "| beside 2 busy processes (one per core) | 115 ms | 720 ms |",
+    ]
+    note = " ".join(note.split())
+    assert "200 steps idle and 60 busy" in note and "load average 0.4 at most" in note
+    assert note.endswith("an idle machine's step 35% faster and a busy machine's 6.3 times as slow.")
+
+
+def test_what_a_second_thread_does_is_worded_by_its_direction():
+    record = full_record()
+    record["entries"]["threads"]["runs"] = [
+        thread_run("idle", 1, 200, 0.050),
+        thread_run("idle", 2, 200, 0.060),
+        thread_run("busy", 1, 60, 0.100, busy=2),
+        thread_run("busy", 2, 60, 0.090, busy=2),
+    ]
+    note = " ".join(timings.threads_table(record).split())
+    assert note.endswith("an idle machine's step 20% slower and a busy machine's 10% faster.")
+
+
+def test_the_threads_runs_ask_for_their_count_and_refuse_another(monkeypatch):
+    asked = []
+
+    def fake_run(command, cwd, env=None, timeout=None):
+        threads = int(command[command.index("--set") + 1].split("=")[1])
+        asked.append((threads, command[command.index("--steps") + 1]))
+        line = json.dumps({"threads": threads, "steps": 3, "median_step_seconds": 0.1,
+                           "train_seconds": 0.3})  # fmt: skip
+        return timings.Timed(1.0, 0, [(0.5, line)], "")
+
+    monkeypatch.setattr(timings, "run_timed", fake_run)
+    monkeypatch.setattr(timings, "spinners", lambda count: [])
+    entry = timings.measure_threads(10, runs=(("idle", 1, 3), ("idle", 2, 3)))
+    assert asked == [(1, "3"), (2, "3")]
+    assert [r["threads"] for r in entry["runs"]] == [1, 2]
+
+    def wrong_count(command, cwd, env=None, timeout=None):
+        return timings.Timed(1.0, 0, [(0.5, json.dumps({"threads": 1, "steps": 3}))], "")
+
+    monkeypatch.setattr(timings, "run_timed", wrong_count)
+    with pytest.raises(timings.MeasurementFailed, match="asked for 2 threads"):
+        timings.measure_threads(10, runs=(("idle", 2, 3),))
+
+
+def test_the_busy_processes_are_stopped_even_when_the_run_fails(monkeypatch):
+    started = []
+    spin = timings.spinners
+    monkeypatch.setattr(timings, "spinners", lambda count: started.extend(spin(count)) or started)
+    monkeypatch.setattr(timings.time, "sleep", lambda seconds: None)
+    monkeypatch.setattr(
+        timings, "run_timed", lambda *a, **k: timings.Timed(0.1, 1, [], "Traceback: boom")
+    )
+    with pytest.raises(timings.MeasurementFailed):
+        timings.measure_threads(10, runs=(("busy", 1, 3),))
+    assert len(started) == (os.cpu_count() or 1)
+    assert all(process.poll() is not None for process in started)  # none left spinning
 
 
 def test_partly_measured_lessons_are_marked():

@@ -28,6 +28,10 @@ What is timed (the names --only and --skip take), each by its wall-clock seconds
   site       `make site` (tools/build_site.py) with --out in a temporary folder: build/site
              is left as it is.
   progress   `make progress` over notebooks/ (course.progress runs copies of them).
+  threads    what a second torch thread does to `make train`'s step: the same task, on one
+             thread and on two (--set threads=N), first on the idle machine (200 steps),
+             then beside one busy process per core (`while True: pass`; 60 steps); each
+             run's median step (median_step_seconds). docs/training.md's table of threads.
 A command that fails is reported and not recorded. The copies read the data of lesson 11
 and 12 from this checkout's data folder (COURSE_DATA_DIR, else data/), downloading it there
 the first time, as the lessons would.
@@ -62,7 +66,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 RECORD = ROOT / "docs" / "timings.json"
-NAMES = ["run-all", "notebooks", "test", "train", "site", "progress"]  # the record's order
+NAMES = ["run-all", "notebooks", "test", "train", "site", "progress", "threads"]  # the order
 NOTEBOOK = re.compile(r"^(\d\d)_.*\.ipynb$")
 ONE_THREAD = {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
 ABOUT = (
@@ -516,12 +520,63 @@ def measure_test(timeout) -> dict:
     }
 
 
+THREAD_RUNS = (("idle", 1, 200), ("idle", 2, 200), ("busy", 1, 60), ("busy", 2, 60))
+
+
+def spinners(count: int) -> list[subprocess.Popen]:
+    """`count` processes that each keep a core busy until killed."""
+    spin = [sys.executable, "-c", "while True: pass"]
+    return [subprocess.Popen(spin, stdin=subprocess.DEVNULL) for _ in range(count)]
+
+
+def measure_threads(timeout, runs=THREAD_RUNS) -> dict:
+    """`make train`'s task on one thread and on two, idle and beside one busy process per
+    core: each run's median step (the loop alone: no loading, no evaluation counted)."""
+    measured = []
+    start = time.perf_counter()
+    for condition, threads, steps in runs:
+        busy = spinners(os.cpu_count() or 1) if condition == "busy" else []
+        try:
+            time.sleep(1.0 if busy else 0)  # the spinners are running before the run starts
+            before = load()
+            with tempfile.TemporaryDirectory(prefix="course-timings-") as tmp:
+                command = [sys.executable, "-m", "course.train", "--task", "toy-translation",
+                           "--steps", str(steps), "--set", f"threads={threads}",
+                           "--out", f"{tmp}/run"]  # fmt: skip
+                timed = run_timed(command, ROOT, timeout=timeout)
+        finally:
+            for process in busy:
+                process.kill()
+                process.wait()
+        if timed.returncode:
+            raise _failed(f"make train on {threads} thread(s), {condition}", timed)
+        metrics = last_json(timed.lines)
+        if metrics.get("threads") != threads:
+            raise MeasurementFailed(f"asked for {threads} threads, the run used {metrics.get('threads')}")
+        measured.append({
+            "condition": condition,
+            "threads": threads,
+            "steps": metrics["steps"],
+            "median_step_seconds": metrics["median_step_seconds"],
+            "train_seconds": metrics["train_seconds"],
+            "busy_processes": len(busy),
+            "load_before": before,
+        })  # fmt: skip
+    return {
+        "command": "make train's task (python -m course.train --task toy-translation --steps N "
+        "--set threads=1|2), idle and beside one `while True: pass` process per core",
+        "seconds": round(time.perf_counter() - start, 2),
+        "runs": measured,
+    }
+
+
 MEASURE = {
     "notebooks": measure_notebooks,
     "test": measure_test,
     "train": measure_train,
     "site": measure_site,
     "progress": measure_progress,
+    "threads": measure_threads,
 }
 
 
@@ -585,16 +640,19 @@ def dates(entries: list[dict]) -> str:
     return days[0] if len(days) == 1 else f"{days[0]} to {days[-1]}" if days else "no date"
 
 
-def wrap(text: str, indent: str = "") -> str:
-    """`text` wrapped to 90 columns, never inside a `code span`, and never starting a line
-    with what Markdown would read as a list item, heading, quote or table (a narrower width
-    moves such a word on)."""
-    glued = re.sub(r"`[^`]*`", lambda m: m.group(0).replace(" ", "\0"), text)
+CODE_SPAN = r"`[^`]*`"
+
+
+def wrap(text: str, indent: str = "", width: int = 90, whole: str = CODE_SPAN) -> str:
+    """`text` wrapped to `width` columns, never inside what `whole` matches (a `code span`),
+    and never starting a line with what Markdown would read as a list item, heading, quote
+    or table (a narrower width moves such a word on)."""
+    glued = re.sub(whole, lambda m: m.group(0).replace(" ", "\0"), text)
     special = re.compile(r"^\s*(?:[-+*#>|=]|\d+[.)])(?:\s|$)")
-    for width in range(90, 60, -1):
+    for narrower in range(width, width - 30, -1):
         lines = textwrap.wrap(
             glued,
-            width=width,
+            width=narrower,
             subsequent_indent=indent,
             break_long_words=False,
             break_on_hyphens=False,
@@ -730,6 +788,160 @@ def progress_how_long(record: dict) -> str:
     )
 
 
+# The lead box at the top of each docs page: its "How long" line, from the record.
+BOX_HOW_LONG = r"^(> - \*\*How long:\*\*[^\n]*(?:\n>   [^\n]*)*)"  # through its `>   ` lines
+NUMBER_WORDS = "zero one two three four five six seven eight nine ten eleven twelve".split()
+
+
+def in_words(count: int) -> str:
+    """12 -> 'twelve' (the pages spell out twelve and under), 13 -> '13'."""
+    return NUMBER_WORDS[count] if 0 <= count < len(NUMBER_WORDS) else str(count)
+
+
+def box_how_long(text: str) -> str:
+    """A lead box's line `> - **How long:** text`, wrapped to 90 columns inside the box's
+    `> `, a duration never cut from its unit nor a link's text in two: its continuation lines
+    start `>   `, so they stay in the box's list item."""
+    whole = rf"{CODE_SPAN}|\[[^\]\n]*\]\([^)\n]*\)|\b\d+(?:\.\d+)? (?:s|minutes?)\b"
+    lines = wrap(f"- **How long:** {text}", indent="  ", whole=whole).splitlines()
+    return "\n".join(f"> {line}" for line in lines)
+
+
+def on_the_reference(record: dict) -> str:
+    return f"on the course's reference machine, {describe(record['machine'], full=False)}"
+
+
+def not_yet(what: str) -> str:
+    return f"not measured yet (`make timings` records {what} in {SOURCE})"
+
+
+def authoring_box(record: dict) -> str:
+    """docs/authoring.md: `make notebooks`, every lesson built from its source."""
+    entry = _entries(record).get("notebooks")
+    if not entry:
+        return box_how_long(f"`make notebooks` for all the lessons: {not_yet('it')}.")
+    count = len(entry.get("lessons") or learner_notebooks())
+    return box_how_long(
+        f"{duration(entry['seconds'])} for all {in_words(count)} lessons "
+        f"{on_the_reference(record)} (`make timings`, from {SOURCE})."
+    )
+
+
+def exercises_box(record: dict) -> str:
+    """docs/exercises.md: the range of the learner notebooks' Run All, lesson by lesson."""
+    lessons = _entries(record).get("run-all", {}).get("lessons", {})
+    start = "a checker's run is part of its notebook's Run All"
+    if not lessons:
+        return box_how_long(f"{start}, {not_yet('it')}; [the course map](index.md).")
+    seconds = sorted(entry["seconds"] for entry in lessons.values())
+    low, high = duration(seconds[0]), duration(seconds[-1])
+    span = low if low == high else f"{low} to {high}"
+    missing = len(set(learner_notebooks()) - set(lessons))
+    per = f"per lesson ({len(lessons)} measured so far)" if missing else "per lesson"
+    return box_how_long(
+        f"{start}, which takes {span} {per} {on_the_reference(record)} "
+        f"([the course map](index.md), from {SOURCE})."
+    )
+
+
+def lesson_box(record: dict, lesson: str, after: str) -> str:
+    """docs/gpt.md and docs/translation.md: the lesson's Run All, then `after` (its tasks)."""
+    entry = _entries(record).get("run-all", {}).get("lessons", {}).get(lesson)
+    if not entry:
+        return box_how_long(
+            f"lesson {lesson}'s Run All: {not_yet('it')}; [the course map](index.md){after}"
+        )
+    return box_how_long(
+        f"lesson {lesson}'s Run All takes {duration(entry['seconds'])} "
+        f"{on_the_reference(record)} ([the course map](index.md), from {SOURCE}){after}"
+    )
+
+
+GPT_TASK = (
+    "; `lm-en` trains for 10 minutes (its `time_budget`), then measures the held-out perplexity."
+)
+TRANSLATION_TASKS = (
+    ". `fra-eng` trains for 10 minutes and `fra-eng-full` for 20 (their `time_budget`), then "
+    "translate the held-out sentences (45-50 s for `fra-eng-full`)."
+)
+
+
+def grading_box(record: dict) -> str:
+    """docs/grading.md: `make progress` for one learner's notebooks."""
+    entry = _entries(record).get("progress")
+    start = "about as long as `make progress` for each learner"
+    if not entry:
+        return box_how_long(f"{start}, {not_yet('it')}; [Where you stand](progress.md).")
+    return box_how_long(
+        f"{start}, {duration(entry['seconds'])} for {entry.get('notebooks', 12)} notebooks "
+        f"{on_the_reference(record)} ([Where you stand](progress.md), from {SOURCE})."
+    )
+
+
+def progress_box(record: dict) -> str:
+    """docs/progress.md: `make progress` over the learner notebooks as they ship."""
+    entry = _entries(record).get("progress")
+    if not entry:
+        return box_how_long(f'`make progress`: {not_yet("it")}; "How long" below.')
+    return box_how_long(
+        f"{duration(entry['seconds'])} for the {entry.get('notebooks', 12)} learner notebooks "
+        f'{on_the_reference(record)} ("How long" below, from {SOURCE}).'
+    )
+
+
+def training_box(record: dict) -> str:
+    """docs/training.md: `make train`, the whole command and its training."""
+    entry = _entries(record).get("train")
+    if not entry:
+        return box_how_long(f'`make train`: {not_yet("it")}; "How long" below.')
+    return box_how_long(
+        f"{duration(entry['seconds'])} {on_the_reference(record)}, "
+        f"{duration(entry['train_seconds'])} of it training "
+        f'("How long" below, from {SOURCE}).'
+    )
+
+
+THREADS_HEADER = "| `make train`'s step (median) | one thread (the default) | two threads |"
+
+
+def threads_table(record: dict) -> str:
+    """docs/training.md's table of one thread against two, idle and busy, and what it shows."""
+    entry = _entries(record).get("threads")
+    rows = [THREADS_HEADER, "|---|---|---|"]
+    if not entry:
+        rows.append("| idle, busy | — | — |")
+        note = f"Not measured yet: `make timings` measures it into {SOURCE}."
+        return "\n".join(rows) + "\n\n" + wrap(note)
+    step = {(r["condition"], r["threads"]): r for r in entry["runs"]}
+    labels = {"idle": "idle", "busy": f"beside {step[('busy', 1)]['busy_processes']} busy "
+              "processes (one per core)"}  # fmt: skip
+    for condition in ("idle", "busy"):
+        one, two = step[(condition, 1)], step[(condition, 2)]
+        rows.append(
+            f"| {labels[condition]} | {one['median_step_seconds'] * 1000:.0f} ms | "
+            f"{two['median_step_seconds'] * 1000:.0f} ms |"
+        )
+
+    def effect(condition: str) -> str:
+        one = step[(condition, 1)]["median_step_seconds"]
+        two = step[(condition, 2)]["median_step_seconds"]
+        if two <= one:
+            return f"{1 - two / one:.0%} faster"
+        return f"{two / one:.1f} times as slow" if two >= 2 * one else f"{two / one - 1:.0%} slower"
+
+    note = (
+        f"Measured by `make timings` (its `threads` entry: `make train`'s task, "
+        f"{step[('idle', 1)]['steps']} steps idle and {step[('busy', 1)]['steps']} busy, "
+        f"`--set threads=1` and `2`; a step's median, the loop alone) on "
+        f"{describe(record['machine'])}, {dates([entry])}, load average "
+        f"{max(step[('idle', t)]['load_before'] or 0 for t in (1, 2)):.1f} at most before the "
+        f"idle runs (from {SOURCE}). Here a second "
+        f"thread made an idle machine's step {effect('idle')} and a busy machine's "
+        f"{effect('busy')}."
+    )
+    return "\n".join(rows) + "\n\n" + wrap(note)
+
+
 @dataclass(frozen=True)
 class Figure:
     """A figure a page quotes: the pattern's one group is the text `render(record)` writes."""
@@ -792,6 +1004,12 @@ def figures(lessons: list[str] | None = None) -> list[Figure]:
             train_how_long,
         ),
         Figure(
+            "docs/training.md: one thread or two",
+            "docs/training.md",
+            rf"^({re.escape(THREADS_HEADER)}{PARAGRAPH}\n\n{PARAGRAPH})",
+            threads_table,
+        ),
+        Figure(
             "docs/progress.md: the example's time",
             "docs/progress.md",
             r"exercises passed \(([^)\n]*)\)\n```",
@@ -804,6 +1022,17 @@ def figures(lessons: list[str] | None = None) -> list[Figure]:
             progress_how_long,
         ),
     ]
+    boxes = {
+        "docs/authoring.md": authoring_box,
+        "docs/exercises.md": exercises_box,
+        "docs/gpt.md": lambda record: lesson_box(record, "12", GPT_TASK),
+        "docs/grading.md": grading_box,
+        "docs/progress.md": progress_box,
+        "docs/training.md": training_box,
+        "docs/translation.md": lambda record: lesson_box(record, "11", TRANSLATION_TASKS),
+    }
+    for page, render in boxes.items():
+        found.append(Figure(f"{page}: the lead box's how long", page, BOX_HOW_LONG, render))
     return found
 
 
