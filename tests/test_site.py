@@ -18,6 +18,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import re
+import shutil
 import subprocess
 import sys
 import time
@@ -344,6 +345,87 @@ def test_staging_is_deterministic(tmp_path):
     assert answers and all(build_site.BEGIN not in c.source for c in answers)
 
 
+def _current_lesson() -> str:
+    """A lesson whose solution notebook was built from its source as it is now (all of them
+    in a commit, tests/test_pipeline.py; an author may be editing one)."""
+    for lesson in LESSONS:
+        solution = ROOT / "solutions" / f"{lesson}.ipynb"
+        source = authoring.read_lesson(solution.with_suffix(".py"))
+        if authoring.built_from(solution) == source.metadata.course.source_sha256:
+            return lesson
+    pytest.skip("every lesson's source is newer than its solution notebook: run make notebooks")
+
+
+def _small_root(tmp_path: Path, lesson: str, address: str | None = None) -> Path:
+    """A course folder holding what `stage` reads, with one lesson; its learner notebook in
+    notebooks/ as a learner leaves it after Run All and save without editing a cell: the
+    committed cells, each code cell with the solution notebook's outputs (the same ids)."""
+    root = tmp_path / "course"
+    (root / "solutions").mkdir(parents=True)
+    (root / "notebooks").mkdir()
+    (root / "tools").mkdir()
+    shutil.copytree(ROOT / "docs", root / "docs")
+    for name in ("README.md", "NOTICE", "tools/READING.md"):
+        shutil.copy2(ROOT / name, root / name)
+    for suffix in (".py", ".ipynb"):
+        shutil.copy2(ROOT / "solutions" / f"{lesson}{suffix}", root / "solutions")
+    if address:
+        (root / "pyproject.toml").write_text(f'[project.urls]\nRepository = "{address}"\n')
+    learner = _generated_learner(lesson)
+    solved = nbformat.read(ROOT / "solutions" / f"{lesson}.ipynb", as_version=4)
+    outputs = {c.get("id"): c for c in solved.cells if c.cell_type == "code"}
+    ran = 0
+    for n, cell in enumerate(c for c in learner.cells if c.cell_type == "code"):
+        if cell.get("id") in outputs and outputs[cell.get("id")].outputs:
+            cell.outputs = outputs[cell.get("id")].outputs
+            cell.execution_count = n + 1
+            ran += 1
+    assert ran, "no output copied: the stand-in run ran nothing"
+    path = root / "notebooks" / f"{lesson}.ipynb"
+    path.write_text(nbformat.writes(learner) + "\n", encoding="utf-8")
+    # what build_site read before: a notebook run but not edited keeps its fingerprint
+    assert not authoring.edited_by_hand(path)
+    return root
+
+
+def test_the_site_serves_a_fresh_learner_notebook_not_a_run_one(tmp_path):
+    """A learner who ran a lesson and saved it, changing no cell, must not have the site
+    (built from their checkout) offer that notebook, outputs and all, for download."""
+    lesson = _current_lesson()
+    root = _small_root(tmp_path, lesson)
+    staged = root / "staged"
+    assert build_site.stage(root, staged) == [lesson]
+    served = nbformat.read(staged / "notebooks" / f"{lesson}.ipynb", as_version=4)
+    code = [c for c in served.cells if c.cell_type == "code"]
+    assert code and all(c.outputs == [] and c.execution_count is None for c in code)
+    want = nbformat.writes(_generated_learner(lesson)) + "\n"
+    assert (staged / "notebooks" / f"{lesson}.ipynb").read_text(encoding="utf-8") == want
+
+
+def test_the_served_learner_notebook_takes_the_built_folders_address(tmp_path):
+    """Its Colab link and install cell come from the pyproject.toml of the folder the site is
+    built from (or --repository), not from the checkout the `course` package was imported
+    from."""
+    address = "https://github.com/someone/attention"
+    from course.links import release_ref
+
+    lesson = _current_lesson()
+    colab = (
+        "https://colab.research.google.com/github/someone/attention/blob/"
+        f"{release_ref()}/notebooks/{lesson}.ipynb"
+    )
+    root = _small_root(tmp_path, lesson, address=address)
+    served = build_site.learner_notebook(root, root / "solutions" / f"{lesson}.ipynb")
+    assert colab in served.cells[0].source
+    assert f"course @ git+{address}@{release_ref()}" in "".join(c.source for c in served.cells)
+    other = _small_root(tmp_path / "other", lesson)  # no address: --repository gives one
+    build_site.stage(other, other / "staged", repository=address)
+    staged = nbformat.read(other / "staged" / "notebooks" / f"{lesson}.ipynb", as_version=4)
+    assert colab in staged.cells[0].source
+    plain = build_site.learner_notebook(other, other / "solutions" / f"{lesson}.ipynb")
+    assert "colab.research.google.com" not in plain.cells[0].source
+
+
 def _map_rows(text: str) -> list[list[str]]:
     """The course map's rows, each cell with Markdown links reduced to their text."""
     rows = re.findall(r"^\| (\d\d) \|(.*)\|$", text, re.M)
@@ -358,6 +440,46 @@ def test_the_home_page_and_the_readme_show_the_same_course_map():
     assert _map_rows(home) == _map_rows(readme)
     run_all = re.search(r'^"Run All" is how long.*?\n\n', readme, re.S | re.M)
     assert run_all and run_all.group(0) in home, "the Run All note differs"
+
+
+@pytest.mark.parametrize("page, up", [("README.md", ""), ("docs/index.md", "../")])
+def test_the_course_map_links_each_learner_notebook_and_its_solution_beside_it(page, up):
+    """On GitHub a lesson's name opens the notebook a learner works in, never the answers; the
+    solution is in the same row, labelled as such (issue 43)."""
+    text = (ROOT / page).read_text(encoding="utf-8")
+    rows = re.findall(r"^\| (\d\d) \| ([^|\n]*) \|.*\| ([^|\n]*) \|$", text, re.M)
+    assert [n for n, _, _ in rows] == [lesson[:2] for lesson in LESSONS], page
+    for (_, name, solution), lesson in zip(rows, LESSONS, strict=True):
+        assert name == f"[`{lesson}`]({up}notebooks/{lesson}.ipynb)", (page, name)
+        assert solution == f"[solution]({up}solutions/{lesson}.ipynb)", (page, solution)
+
+
+def test_the_sites_course_maps_download_the_learner_notebook_and_open_the_lesson(pages):
+    """On the site the same links: the learner notebook downloads (the one the site generates,
+    tools/build_site.py), "solution" opens the lesson's page, its answers folded."""
+    for name, up in (("README.html", ""), ("docs/index.html", "../")):
+        urls = [u for tag, _, _, u in pages[name].refs if tag == "a"]
+        for lesson in LESSONS:
+            downloads = [u for u in urls if u.endswith(f"/{lesson}.ipynb")]
+            assert len(downloads) == 1 and downloads[0].startswith(f"{up}_downloads/"), (
+                name,
+                lesson,
+                downloads,
+            )
+            assert f"{up}solutions/{lesson}.html" in urls, (name, lesson)
+
+
+def test_learner_links_become_downloads_and_nothing_else_changes():
+    text = (
+        "[`01_rnn_limits`](notebooks/01_rnn_limits.ipynb) · "
+        "[`02_x`](../notebooks/02_x.ipynb) · [solution](../solutions/01_rnn_limits.ipynb) · "
+        "[a page](docs/notebooks.md) · `notebooks/03_scaling.ipynb`"
+    )
+    assert build_site.learner_links(text) == (
+        "[`01_rnn_limits`](path:notebooks/01_rnn_limits.ipynb) · "
+        "[`02_x`](path:../notebooks/02_x.ipynb) · [solution](../solutions/01_rnn_limits.ipynb) · "
+        "[a page](docs/notebooks.md) · `notebooks/03_scaling.ipynb`"
+    )
 
 
 def test_the_readme_stays_a_front_door_that_links_every_page():

@@ -12,8 +12,9 @@ What goes in, from this repository:
   tools/READING.md      how a lesson is read against its outputs (instructors);
   solutions/NN_*.ipynb  one page per lesson with every output nbval checked, the answers
                         behind a "Show the answer" toggle (see `lesson_page`);
-  notebooks/NN_*.ipynb  each lesson's learner notebook, for the download link (where a
-                        learner edited it, generated afresh from solutions/NN_*.py instead).
+  solutions/NN_*.py     each lesson's source: the learner notebook for the download link is
+                        generated from it (`learner_notebook`), never read from notebooks/,
+                        where a learner's work may be.
 
 It stages those files in a folder laid out like the repository (so a relative link in
 docs/*.md reads the same on GitHub and on the site), writes Sphinx's conf.py there and runs
@@ -26,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import copy
+import re
 import shutil
 import subprocess
 import sys
@@ -148,17 +150,21 @@ def lesson_page(solution, learner, links: str):
     return nb
 
 
-def learner_notebook(root: Path, solution_path: Path):
-    """The learner notebook of a lesson as committed (notebooks/NN_name.ipynb); where a
-    learner has edited that file, the same notebook generated afresh from the lesson's source,
-    as `make notebooks` writes it, so that nobody's answers reach the site."""
+def learner_notebook(root: Path, solution_path: Path, address_root: Path | None = None):
+    """The learner notebook of a lesson, always generated afresh from its source
+    (solutions/NN_name.py, with the prose values solutions/NN_name.ipynb recorded), as
+    `make notebooks` writes it: never the file in notebooks/, where a learner's answers, or
+    the outputs of a run that changed no cell, may be. Where notebooks/ is as committed and
+    current (tests/test_pipeline.py), the two are the same bytes. Its Colab link and install
+    cell come from `address_root`'s pyproject.toml (default: `root`'s)."""
     from course import authoring
 
-    committed = root / "notebooks" / solution_path.name
-    if committed.is_file() and not authoring.edited_by_hand(committed):
-        return nbformat.read(committed, as_version=4)
     lesson = authoring.read_lesson(root / "solutions" / f"{solution_path.stem}.py")
-    return authoring.learner_notebook(lesson, authoring.recorded_values(solution_path))
+    values = authoring.recorded_values(solution_path)
+    try:
+        return authoring.learner_notebook(lesson, values, root=address_root or root)
+    except authoring.AuthoringError as error:  # a source newer than its solution notebook
+        raise SiteError(f"no learner notebook for {solution_path.stem}: {error}") from None
 
 
 def page_links(root: Path, stem: str, repository: str | None) -> str:
@@ -193,6 +199,17 @@ def _with_repository(url: str) -> Path:
     return _repositories[url]
 
 
+# A Markdown link to a learner notebook (`](notebooks/NN_name.ipynb)` in README.md,
+# `](../notebooks/NN_name.ipynb)` in docs/): on GitHub it opens the notebook; on the site,
+# where notebooks/ holds files that are no pages, MyST's `path:` makes it a download.
+LEARNER_LINK = re.compile(r"\]\(((?:\.\./)*notebooks/\d\d_[A-Za-z0-9_]+\.ipynb)\)")
+
+
+def learner_links(markdown: str) -> str:
+    """`markdown` with every link to a learner notebook made a download for the site."""
+    return LEARNER_LINK.sub(r"](path:\1)", markdown)
+
+
 def toctrees(stems: list[str]) -> str:
     """The site's menu, appended to the staged home page (docs/index.md stays plain Markdown
     on GitHub)."""
@@ -220,9 +237,10 @@ def stage(root: Path, staging: Path, repository: str | None = None) -> list[str]
     shutil.copy2(root / "NOTICE", staging / "NOTICE")
     shutil.copy2(root / "tools" / "READING.md", staging / "tools" / "READING.md")
     stems = []
+    address_root = _with_repository(repository) if repository else root
     for path in lessons(root):
         solution = nbformat.read(path, as_version=4)
-        learner = learner_notebook(root, path)
+        learner = learner_notebook(root, path, address_root)
         (staging / "notebooks" / path.name).write_text(
             nbformat.writes(learner) + "\n", encoding="utf-8"
         )
@@ -231,6 +249,8 @@ def stage(root: Path, staging: Path, repository: str | None = None) -> list[str]
         stems.append(path.stem)
     if not stems:
         raise SiteError(f"no solutions/NN_*.ipynb in {root}")
+    for page in [staging / "README.md", *sorted((staging / "docs").glob("*.md"))]:
+        page.write_text(learner_links(page.read_text(encoding="utf-8")), encoding="utf-8")
     index = staging / "docs" / "index.md"
     index.write_text(index.read_text(encoding="utf-8") + toctrees(stems), encoding="utf-8")
     theme = {
