@@ -49,6 +49,17 @@ def by_nan_to_num(q, k, v, mask=None, dropout_p=0.0):
     return torch.matmul(weights, v), weights
 
 
+def by_where_then_isnan_patched(q, k, v, mask=None, dropout_p=0.0):
+    """-inf put in by torch.where (which, like masked_fill, sends the filled scores a zero
+    gradient), the NaN rows patched with where(isnan): right, values and gradients."""
+    scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
+    if mask is not None:
+        scores = torch.where(mask, scores, float("-inf"))
+    weights = scores.softmax(dim=-1)
+    weights = F.dropout(torch.where(weights.isnan(), 0.0, weights), dropout_p)
+    return weights @ v, weights
+
+
 def by_renormalising_after_the_softmax(q, k, v, mask=None, dropout_p=0.0):
     weights = (q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])).softmax(-1)
     if mask is not None:
@@ -66,6 +77,7 @@ CORRECT = [
     by_masked_fill,
     by_einsum_and_where,
     by_nan_to_num,
+    by_where_then_isnan_patched,
     by_renormalising_after_the_softmax,
     as_list,
 ]
@@ -264,6 +276,28 @@ def additive_mask_nan_patched(q, k, v, mask=None, dropout_p=0.0):
     return weights @ v, weights
 
 
+def additive_mask_rows_zeroed(q, k, v, mask=None, dropout_p=0.0):
+    """The recipe's last step (empty rows zeroed by masked_fill after the softmax) does not
+    save a mask that was added to the scores: the NaN gradient goes back through the addition."""
+    scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
+    if mask is not None:
+        scores = scores + torch.where(mask, 0.0, float("-inf"))
+    weights = scores.softmax(dim=-1)
+    if mask is not None:
+        weights = weights.masked_fill(~mask.any(dim=-1, keepdim=True), 0.0)
+    weights = F.dropout(weights, dropout_p)
+    return weights @ v, weights
+
+
+def additive_log_mask(q, k, v, mask=None, dropout_p=0.0):
+    """log(mask) is 0 or -inf: an additive mask in disguise, NaN patched in the forward."""
+    scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
+    if mask is not None:
+        scores = scores + torch.log(mask.to(scores.dtype))
+    weights = F.dropout(scores.softmax(dim=-1).nan_to_num(0.0), dropout_p)
+    return weights @ v, weights
+
+
 def if_mask(q, k, v, mask=None, dropout_p=0.0):
     scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
     if mask:
@@ -327,6 +361,8 @@ WRONG = [
     (naive_softmax, "the softmax overflows"),
     (minus_1e9_uniform_rows, "gets uniform weights 1/T_k"),
     (additive_mask_nan_patched, "the gradient with respect to q holds NaN or inf"),
+    (additive_mask_rows_zeroed, "the NaN passes through the addition"),
+    (additive_log_mask, "the NaN passes through the addition"),
     (if_mask, "write `if mask is not None:`"),
     (arguments_in_another_order, "the lesson's signature is scaled_dot_product_attention("),
     (computed_in_float64, "is float64, but the inputs were float32"),
@@ -559,10 +595,13 @@ VERDICTS = [
         additive_mask_nan_patched,
         "❌ scaled_dot_product_attention: with a mask with a query that may attend to nothing "
         "(mask (2, 4, 5)): the gradients: the gradient with respect to q holds NaN or inf, so one "
-        "training step would make the model NaN. A NaN made in the forward pass (a softmax over a "
-        "row of -inf) stays NaN in the backward pass even when the forward value is patched "
-        "afterwards (nan_to_num, where(isnan)). Fill with masked_fill(~mask, float('-inf')) and "
-        "zero the empty rows after the softmax",
+        "training step would make the model NaN. A softmax over a row of -inf makes NaN, and its "
+        "backward sends NaN to that row's scores whatever you do to the weights afterwards "
+        "(nan_to_num, where(isnan), zeroing the row). Whether the NaN reaches q and k depends on "
+        "how the mask got into the scores: added to them (scores + a 0/-inf mask, or + "
+        "log(mask)), the NaN passes through the addition. masked_fill(~mask, float('-inf')) "
+        "replaces the scores it fills, so its backward sends them zero and stops the NaN: mask "
+        "with it, then zero the empty rows after the softmax",
     ),
     (
         if_mask,

@@ -1,4 +1,4 @@
-"""What every checker promises, whatever its exercise (DESIGN.md, "Exercises and checkers").
+"""What every checker promises, whatever its exercise (docs/exercises.md).
 
 - the course's own reference answer passes, with one "✅ name: passed" line;
 - a stub (`raise NotImplementedError`) gets "⏳ not implemented yet", never a ❌;

@@ -1,4 +1,4 @@
-"""No host synchronisation in the hot path (DESIGN.md, "Engineering rules").
+"""No host synchronisation in the hot path (docs/benchmarks.md, "Host synchronisations").
 
 Reading a tensor's value on the host (.item(), int(), float(), bool(), .tolist()) makes the
 CPU wait until a GPU has finished all the work queued before it. On the CPU nothing waits,

@@ -3,7 +3,7 @@
 The graph is read from the source (ast), not by importing: every `import course...` and
 `from course... import ...` counts, at the top of a module or inside a function (an import
 deferred to call time is an edge all the same), and `from course import x` is an edge to
-course.x when x is a module. DESIGN.md, "Engineering rules": basics (ids, vocabularies,
+course.x when x is a module. The layering this enforces: basics (ids, vocabularies,
 padding) at the bottom, data sources above them, the task registry above the sources,
 training and CLIs on top.
 """

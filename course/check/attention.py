@@ -353,6 +353,16 @@ def _empty_rows(weights, want_w, mask):
         )
 
 
+_NAN_GRADIENT = (
+    "A softmax over a row of -inf makes NaN, and its backward sends NaN to that row's "
+    "scores whatever you do to the weights afterwards (nan_to_num, where(isnan), zeroing the "
+    "row). Whether the NaN reaches q and k depends on how the mask got into the scores: "
+    "added to them (scores + a 0/-inf mask, or + log(mask)), the NaN passes through the "
+    "addition. masked_fill(~mask, float('-inf')) replaces the scores it fills, so its backward "
+    "sends them zero and stops the NaN: mask with it, then zero the empty rows after the softmax"
+)
+
+
 def _mask_cases(gen):
     """(name, q, k, v, mask): masks that are not symmetric, in every broadcast shape."""
     causal = torch.ones(5, 5, dtype=torch.bool).tril()  # (T, T): True on and below the diagonal
@@ -482,12 +492,7 @@ def scaled_dot_product_attention(candidate) -> str:
                     q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
                 ) @ v,
             })  # fmt: skip
-            _gradients(candidate, q, k, v, attend, "the gradients", mask, hint=(
-                "A NaN made in the forward pass (a softmax over a row of -inf) stays NaN in "
-                "the backward pass even when the forward value is patched afterwards "
-                "(nan_to_num, where(isnan)). Fill with masked_fill(~mask, float('-inf')) and "
-                "zero the empty rows after the softmax"
-            ))  # fmt: skip
+            _gradients(candidate, q, k, v, attend, "the gradients", mask, hint=_NAN_GRADIENT)
         except Mistake as mistake:
             raise Mistake(f"with {what} (mask {tuple(mask.shape)}): {mistake}") from None
     _check_large_scores(candidate, gen)
