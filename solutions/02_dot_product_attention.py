@@ -75,7 +75,8 @@ capitals["Japan"]
 # $$
 #
 # with learned $W_a$, $U_a$ and $v_a$ (Bahdanau's names; $v_a$ is a weight vector, not a
-# value). Both, computed for every query against every key:
+# value; lesson 01's module also adds a bias $b_a$ inside the tanh, left out here). Both,
+# computed for every query against every key:
 
 # %%
 T_q, T_k, d = 200, 200, 64
@@ -317,11 +318,12 @@ def sentence(last_word):
 # word**, "tired" or "wide", sharpened by a factor of 3.
 #
 # Why the adjective? Because the vector of "it" alone cannot do it: it is the same in both
-# sentences, so a query made from it alone asks the same question in both and gets the same
-# answer (checked right after the plot). What decides the answer is the adjective, so the
-# adjective has to reach the query. Here we put it there by hand. A trained Transformer gets
-# it there by itself: an earlier attention layer mixes "tired" into the vector at "it", or,
-# as in lesson 03, the adjective's own position learns to ask the question.
+# sentences, so a query made from it alone asks the same question in both and puts the same
+# weights on the two nouns (checked right after the plot). What decides between them is the
+# adjective, so the adjective has to reach the query. Here we put it there by hand. A trained
+# Transformer gets it there by itself: an earlier attention layer mixes "tired" into the
+# vector at "it", or, as in lesson 03, the adjective's own position learns to ask the
+# question.
 #
 # Keys and values are the word embeddings themselves.
 
@@ -474,5 +476,5 @@ print(f"      it: {weight_of('it', 'it'):.2f} on itself, {weight_of('it', 'chick
 #
 # ## What's next
 # Lesson 03 adds those learned projections and fixes a problem you can't see at $d_k = 7$:
-# as $d_k$ grows, dot products grow, the softmax saturates and gradients vanish. The cure
-# is a single division by $\sqrt{d_k}$.
+# as $d_k$ grows, dot products grow, the softmax saturates and most queries get almost no
+# gradient back through it. The cure is a single division by $\sqrt{d_k}$.
