@@ -40,7 +40,7 @@ import jupytext
 import nbformat
 from nbclient import NotebookClient
 
-from course import colab, links
+from course import colab, i18n, links
 
 ROOT = Path(__file__).resolve().parents[1]
 BEGIN, END = "### BEGIN SOLUTION", "### END SOLUTION"
@@ -172,9 +172,11 @@ def read_lesson(source: Path):
 COLAB_BADGE = "https://colab.research.google.com/assets/colab-badge.svg"
 
 
-def learner_notebook(lesson, values: dict[str, str] | None = None, root: Path = ROOT):
+def learner_notebook(
+    lesson, values: dict[str, str] | None = None, root: Path = ROOT, notebook: str | None = None
+):
     """Answers stubbed, outputs cleared, prose fields filled with `values` (from the run),
-    and Colab's two additions (`add_colab`), made from `root`'s pyproject.toml."""
+    and Colab's two additions (`add_colab`, for `notebook`), made from `root`'s pyproject.toml."""
     nb = fill(lesson, values or {})
     for i, cell in enumerate(nb.cells):
         if cell.cell_type == "code":
@@ -182,17 +184,18 @@ def learner_notebook(lesson, values: dict[str, str] | None = None, root: Path = 
                 cell.source, where=f"{nb.metadata.course.source}, cell {i}"
             )
             cell.outputs, cell.execution_count = [], None
-    add_colab(nb, root)
+    add_colab(nb, root, notebook)
     nb.metadata.course["fingerprint"] = fingerprint(nb)
     return nb
 
 
-def add_colab(nb, root: Path = ROOT) -> None:
+def add_colab(nb, root: Path = ROOT, notebook: str | None = None) -> None:
     """What a learner notebook needs to open in Google Colab: an "Open in Colab" link under
     the first markdown cell's first line (only where pyproject.toml sets the repository's
     address, course.links), and before the first code cell the cell that installs the
-    course there (course.colab.install_cell; it does nothing outside Colab)."""
-    notebook = f"notebooks/{Path(nb.metadata.course.source).stem}.ipynb"
+    course there (course.colab.install_cell; it does nothing outside Colab). `notebook`: the
+    path Colab opens (default notebooks/NN_name.ipynb; a translation's is in its folder)."""
+    notebook = notebook or f"notebooks/{Path(nb.metadata.course.source).stem}.ipynb"
     url = links.colab_url(notebook, root)
     markdown = next((c for c in nb.cells if c.cell_type == "markdown"), None)
     if url is not None and markdown is not None:
@@ -293,24 +296,32 @@ def build(
             values = recorded_values(solutions_dir / f"{source.stem}.ipynb")
         learner = learner_notebook(lesson, values, root)
         target = notebooks_dir / f"{source.stem}.ipynb"
-        if not edited_by_hand(target):
-            write(learner, target)
-            say(f"wrote {target.relative_to(root)}")
-        elif built_from(target) == lesson.metadata.course.source_sha256:
-            say(
-                f"! {target.relative_to(root)} has your edits and its lesson has not changed: "
-                "left as it is"
-            )
-        else:
-            kept = back_up(target, notebooks_dir / "backups")
-            write(learner, target)
-            say(
-                f"! {target.relative_to(root)} had your edits and its lesson changed: your "
-                f"version is kept in {kept.relative_to(root)}, the new lesson is in its place"
-            )
+        unchanged = built_from(target) == lesson.metadata.course.source_sha256
+        place_learner(learner, target, unchanged, notebooks_dir / "backups", root, say)
         if solution is not None:
             write(solution, solutions_dir / f"{source.stem}.ipynb")
             say(f"wrote solutions/{source.stem}.ipynb")
+        i18n.build(source, root, say)  # the translated editions, from this same run
+
+
+def place_learner(learner, target: Path, unchanged: bool, backups: Path, root: Path, say) -> None:
+    """Write a learner notebook at `target`, keeping a learner's edits there: left in place
+    when the lesson is `unchanged` since, else moved into `backups` first."""
+    if not edited_by_hand(target):
+        write(learner, target)
+        say(f"wrote {target.relative_to(root)}")
+    elif unchanged:
+        say(
+            f"! {target.relative_to(root)} has your edits and its lesson has not changed: "
+            "left as it is"
+        )
+    else:
+        kept = back_up(target, backups)
+        write(learner, target)
+        say(
+            f"! {target.relative_to(root)} had your edits and its lesson changed: your "
+            f"version is kept in {kept.relative_to(root)}, the new lesson is in its place"
+        )
 
 
 def recorded_values(path: Path) -> dict[str, str]:
@@ -388,7 +399,8 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "build":
             build(only=args.lessons or None, execute=not args.no_execute)
             return 0
-        problems = [p for s in lesson_sources(ROOT / "solutions") for p in staleness(s)]
+        sources = lesson_sources(ROOT / "solutions")
+        problems = [p for s in sources for p in staleness(s) + i18n.staleness(s)]
     except AuthoringError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2

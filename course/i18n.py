@@ -1,0 +1,491 @@
+"""Translated editions of the lessons, built from the same run as the English.
+
+A lesson's English prose is cut into translation units: each paragraph, heading, list item,
+block quote and table row of its markdown cells, as written in the source (`{{ expr }}` fields
+kept as they are, never the filled numbers), its lines joined by single spaces. Code cells,
+fenced code and display math are never units: they stay shared with the English.
+
+The units of lesson NN live in a gettext catalogue, `translations/<lang>/NN_name.po`: the
+English as msgid, the translation as msgstr.
+
+    python -m course.i18n update [NN ...]           # what `make translations` runs
+    python -m course.i18n update --new 03           # start the catalogue of lesson 03
+    python -m course.i18n update --prune            # also drop the obsolete entries
+    python -m course.i18n check                     # exit 1 if any catalogue is not current
+
+`update` extracts the units again and merges them into each existing catalogue, as GNU
+msgmerge does: an unchanged unit keeps its translation; a changed one keeps the old
+translation, marked fuzzy, with the old English beside it (`#| msgid`); a new one is added
+untranslated; a removed one becomes obsolete (`#~`). `check` (and `make test`) fails, naming
+the lesson and the paragraph, while any entry is fuzzy, untranslated or obsolete, or a
+translation lost a `{{ field }}`, a `$math$` or a `code` span of its English.
+
+`make notebooks` (course.authoring) then writes, for each lesson with a catalogue,
+`solutions/<lang>/NN_name.ipynb` and `notebooks/<lang>/NN_name.ipynb`: the English notebooks
+of the same build, code cells and outputs unchanged, each markdown cell rebuilt from its
+translated units and filled with the same run's field values. An untranslated or fuzzy unit
+is shown in English (and `check` fails on it).
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import difflib
+import hashlib
+import re
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import nbformat
+import polib
+
+ROOT = Path(__file__).resolve().parents[1]
+LANGUAGES = ("ko",)
+SIMILAR = 0.5  # difflib ratio above which a changed unit keeps its old translation, fuzzy
+
+# ------------------------------------------------------------- units ----------
+
+FENCE = re.compile(r"^\s*(```|~~~)")
+LIST_ITEM = re.compile(r"^(\s*(?:[-*+]|\d+[.)])\s+)(.*)$")
+HEADING = re.compile(r"^(#{1,6}\s+)(.*)$")
+QUOTE = re.compile(r"^(\s*>\s?)(.*)$")
+TABLE_ROW = re.compile(r"^\s*\|")
+TABLE_RULE = re.compile(r"^\s*\|[\s:|-]+\|\s*$")
+# what a translation must carry over unchanged, in any order
+KEPT = {
+    "field": re.compile(r"\{\{.*?\}\}"),
+    "math": re.compile(r"\$\$.*?\$\$|\$[^$]+\$"),
+    "code": re.compile(r"`[^`]+`"),
+}
+
+
+@dataclass
+class Block:
+    """One piece of a markdown cell: `text` is a unit to translate (None: `raw` is kept)."""
+
+    prefix: str = ""  # written before the first line (a list marker, `## `, `> `, indent)
+    follow: str = ""  # written before each further line of a translation
+    text: str | None = None
+    raw: str = ""
+    at: int = 0  # the cell's line where it starts (0-based)
+
+    def render(self, translated: str | None = None) -> str:
+        if self.text is None:
+            return self.raw
+        first, *rest = (translated or self.text).split("\n")
+        return "\n".join([self.prefix + first] + [self.follow + line for line in rest])
+
+
+def _has_words(text: str) -> bool:
+    for pattern in KEPT.values():
+        text = pattern.sub("", text)
+    return re.search(r"[^\W\d_]", text) is not None
+
+
+def split_markdown(source: str) -> list[Block]:
+    """The blocks of one markdown cell, in order; joining their renderings gives it back,
+    each unit's lines joined by one space."""
+    lines = source.split("\n")
+    blocks: list[Block] = []
+    i = 0
+
+    def starts_block(line: str) -> bool:
+        return (
+            not line.strip()
+            or FENCE.match(line) is not None
+            or line.strip().startswith("$$")
+            or LIST_ITEM.match(line) is not None
+            or HEADING.match(line) is not None
+            or TABLE_ROW.match(line) is not None
+        )
+
+    while i < len(lines):
+        line = lines[i]
+        if not line.strip() or TABLE_RULE.match(line):
+            blocks.append(Block(raw=line, at=i))
+            i += 1
+        elif FENCE.match(line) or line.strip().startswith("$$"):
+            fence = FENCE.match(line)
+            closes = (lambda s: s.strip().startswith(fence.group(1))) if fence else None
+            if not fence:
+                closes = lambda s: s.strip().endswith("$$")  # noqa: E731
+            end = i if (not fence and len(line.strip()) > 2 and closes(line)) else i + 1
+            while end < len(lines) and not (end > i and closes(lines[end])):
+                end += 1
+            blocks.append(Block(raw="\n".join(lines[i : end + 1]), at=i))
+            i = end + 1
+        elif TABLE_ROW.match(line):
+            text = line.strip()
+            indent = line[: len(line) - len(line.lstrip())]
+            row = Block(prefix=indent, text=text, at=i) if _has_words(text) else Block(raw=line, at=i)
+            blocks.append(row)
+            i += 1
+        else:
+            if m := HEADING.match(line):
+                prefix, first, follow, more = m.group(1), m.group(2), "", False
+            elif m := LIST_ITEM.match(line):
+                prefix, first, more = m.group(1), m.group(2), True
+                follow = " " * len(prefix)
+            elif m := QUOTE.match(line):
+                prefix, first, more = m.group(1), m.group(2), True
+                follow = prefix
+            else:
+                prefix = line[: len(line) - len(line.lstrip())]
+                first, follow, more = line.strip(), prefix, True
+            parts, at = [first.strip()], i
+            i += 1
+            while more and i < len(lines) and not starts_block(lines[i]):
+                nxt = lines[i]
+                if follow.strip() == ">" or follow.startswith(">"):
+                    q = QUOTE.match(nxt)
+                    if not q:
+                        break
+                    nxt = q.group(2)
+                parts.append(nxt.strip())
+                i += 1
+            text = " ".join(parts)
+            if _has_words(text):
+                blocks.append(Block(prefix=prefix, follow=follow, text=text, at=at))
+            else:
+                blocks.append(Block(raw="\n".join(lines[at:i]), at=at))
+    return blocks
+
+
+def render(blocks: list[Block], translations: dict[str, str] | None = None) -> str:
+    """A markdown cell from its blocks, each unit replaced by its translation where given."""
+    translations = translations or {}
+    return "\n".join(b.render(translations.get(b.text) if b.text else None) for b in blocks)
+
+
+@dataclass
+class Unit:
+    text: str
+    line: int  # the line of the lesson source where it starts (1-based)
+
+
+def units(source: Path) -> list[Unit]:
+    """The translation units of a lesson source, in order, each once."""
+    from course.authoring import read_lesson
+
+    lesson = read_lesson(source)
+    starts = [n for n, line in enumerate(source.read_text("utf-8").split("\n"), 1)
+              if line.startswith("# %%")]
+    found: dict[str, Unit] = {}
+    for cell, start in zip(lesson.cells, starts):
+        if cell.cell_type != "markdown":
+            continue
+        for block in split_markdown(cell.source):
+            if block.text is not None and block.text not in found:
+                found[block.text] = Unit(block.text, start + 1 + block.at)
+    return list(found.values())
+
+
+# ---------------------------------------------------------- catalogues ----------
+
+
+def catalogue_path(source: Path, lang: str, root: Path = ROOT) -> Path:
+    return root / "translations" / lang / f"{source.stem}.po"
+
+
+def _new_catalogue(lang: str, source: Path) -> polib.POFile:
+    po = polib.POFile(wrapwidth=100)
+    po.metadata = {
+        "Project-Id-Version": f"Attention, step by step: {source.stem}",
+        "Language": lang,
+        "MIME-Version": "1.0",
+        "Content-Type": "text/plain; charset=UTF-8",
+        "Content-Transfer-Encoding": "8bit",
+    }
+    return po
+
+
+def load(path: Path) -> polib.POFile:
+    po = polib.pofile(str(path), wrapwidth=100)
+    return po
+
+
+def merge(po: polib.POFile, found: list[Unit], source: Path, root: Path = ROOT) -> polib.POFile:
+    """A new catalogue holding `found`'s units in order, translations taken from `po` as
+    msgmerge takes them (see the module's docstring)."""
+    where = source.relative_to(root).as_posix() if source.is_relative_to(root) else source.name
+    old = {e.msgid: e for e in po if not e.obsolete}
+    gone = {e.msgid: e for e in po if e.obsolete}
+    wanted = {u.text for u in found}
+    unused = [e for e in old.values() if e.msgid not in wanted]
+    merged = _new_catalogue(po.metadata.get("Language", "ko"), source)
+    merged.metadata.update(po.metadata)
+    for unit in found:
+        entry = polib.POEntry(msgid=unit.text, msgstr="", occurrences=[(where, str(unit.line))])
+        if unit.text in old:
+            kept = old[unit.text]
+            entry.msgstr, entry.flags = kept.msgstr, list(kept.flags)
+            entry.previous_msgid, entry.tcomment = kept.previous_msgid, kept.tcomment
+        elif unit.text in gone and gone[unit.text].msgstr:
+            entry.msgstr, entry.tcomment = gone.pop(unit.text).msgstr, None
+        else:
+            best = max(
+                unused,
+                key=lambda e: difflib.SequenceMatcher(None, e.msgid, unit.text).ratio(),
+                default=None,
+            )
+            if best and difflib.SequenceMatcher(None, best.msgid, unit.text).ratio() >= SIMILAR:
+                unused.remove(best)
+                entry.msgstr = best.msgstr
+                if best.msgstr:
+                    entry.flags = ["fuzzy"]
+                    entry.previous_msgid = best.previous_msgid or best.msgid
+        merged.append(entry)
+    for entry in unused + list(gone.values()):
+        if entry.msgstr:  # an obsolete entry without a translation holds nothing worth keeping
+            ghost = polib.POEntry(msgid=entry.msgid, msgstr=entry.msgstr, obsolete=True)
+            merged.append(ghost)
+    return merged
+
+
+def update(source: Path, lang: str, root: Path = ROOT, new: bool = False, prune: bool = False):
+    """Merge the lesson's current units into its catalogue (created when `new`); returns
+    its path, or None when the lesson has no catalogue and `new` is False."""
+    path = catalogue_path(source, lang, root)
+    if not path.exists() and not new:
+        return None
+    po = load(path) if path.exists() else _new_catalogue(lang, source)
+    merged = merge(po, units(source), source, root)
+    if prune:
+        for entry in [e for e in merged if e.obsolete]:
+            merged.remove(entry)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    merged.save(str(path))
+    return path
+
+
+def _quote(text: str, width: int = 60) -> str:
+    return repr(text if len(text) <= width else text[: width - 1] + "…")
+
+
+def problems(source: Path, lang: str, root: Path = ROOT) -> list[str]:
+    """What keeps the lesson's catalogue from being current (empty: all translated)."""
+    path = catalogue_path(source, lang, root)
+    po = load(path)
+    merged = merge(po, units(source), source, root)
+    name = path.relative_to(root).as_posix()
+    found = []
+    for entry in merged:
+        if entry.obsolete:
+            found.append(
+                f"{name}: obsolete: its English is no longer in {source.name}: "
+                f"{_quote(entry.msgid)} (reuse what helps, then delete it, or run "
+                "`make translations PRUNE=1`)"
+            )
+            continue
+        at = f"{source.name}:{entry.occurrences[0][1]}"
+        if "fuzzy" in entry.flags:
+            found.append(
+                f"{name}: stale: the English at {at} changed since it was translated: "
+                f"{_quote(entry.msgid)} (was {_quote(entry.previous_msgid or '')}); "
+                "run `make translations`, update the translation, remove `#, fuzzy`"
+            )
+        elif not entry.msgstr.strip():
+            found.append(f"{name}: missing: no translation of {at}: {_quote(entry.msgid)}")
+        else:
+            for kind, pattern in KEPT.items():
+                want = sorted(pattern.findall(entry.msgid))
+                have = sorted(pattern.findall(entry.msgstr))
+                if want != have:
+                    lost = sorted(set(want) ^ set(have)) or want
+                    found.append(
+                        f"{name}: the translation of {at} {_quote(entry.msgid, 40)} does not "
+                        f"carry its {kind} spans unchanged: {lost}"
+                    )
+    return found
+
+
+def translations(source: Path, lang: str, root: Path = ROOT) -> dict[str, str]:
+    """{English unit: translation} for the usable entries (not fuzzy, not empty)."""
+    path = catalogue_path(source, lang, root)
+    return {
+        e.msgid: e.msgstr
+        for e in load(path)
+        if not e.obsolete and e.msgstr.strip() and "fuzzy" not in e.flags
+    }
+
+
+# ------------------------------------------------------------- notebooks ----------
+
+
+def editions(source: Path, root: Path = ROOT) -> list[str]:
+    """The languages the lesson has a catalogue for."""
+    return [lang for lang in LANGUAGES if catalogue_path(source, lang, root).exists()]
+
+
+def translate_lesson(lesson, source: Path, lang: str, root: Path = ROOT):
+    """A copy of the (unfilled) lesson notebook with every markdown cell translated, and
+    metadata naming the catalogue it was made from."""
+    table = translations(source, lang, root)
+    nb = copy.deepcopy(lesson)
+    for cell in nb.cells:
+        if cell.cell_type == "markdown":
+            cell.source = render(split_markdown(cell.source), table)
+    path = catalogue_path(source, lang, root)
+    nb.metadata.course["language"] = lang
+    nb.metadata.course["catalogue"] = path.relative_to(root).as_posix()
+    nb.metadata.course["catalogue_sha256"] = hashlib.sha256(path.read_bytes()).hexdigest()
+    return nb
+
+
+def solution_edition(english, translated_lesson, values: dict[str, str]):
+    """The English solution notebook with its markdown cells replaced by the translated
+    lesson's, filled with the same `values`: code, outputs and ids untouched."""
+    from course.authoring import fill, fingerprint
+
+    filled = fill(translated_lesson, values)
+    if [c.cell_type for c in english.cells] != [c.cell_type for c in filled.cells]:
+        raise ValueError(
+            f"{english.metadata.course.source}: its solution notebook's cells do not match the "
+            "source (run `make notebooks`)"
+        )
+    nb = copy.deepcopy(english)
+    for cell, ko in zip(nb.cells, filled.cells):
+        if cell.cell_type == "markdown":
+            cell.source = ko.source
+    for key in ("language", "catalogue", "catalogue_sha256"):
+        nb.metadata.course[key] = translated_lesson.metadata.course[key]
+    nb.metadata.course["fingerprint"] = fingerprint(nb)
+    return nb
+
+
+def expected(source: Path, lang: str, root: Path = ROOT):
+    """(learner, solution) notebooks of `lang` for the lesson, as `make notebooks` writes them
+    from the solution notebook on disk; solution is None when there is none."""
+    from course import authoring
+
+    lesson = authoring.read_lesson(source)
+    translated = translate_lesson(lesson, source, lang, root)
+    english_path = root / "solutions" / f"{source.stem}.ipynb"
+    values = authoring.recorded_values(english_path)
+    notebook = f"notebooks/{lang}/{source.stem}.ipynb"
+    learner = authoring.learner_notebook(translated, values, root, notebook=notebook)
+    solution = None
+    if english_path.exists():
+        english = nbformat.read(english_path, as_version=4)
+        solution = solution_edition(english, translated, values)
+    return learner, solution
+
+
+def build(source: Path, root: Path = ROOT, say=print) -> None:
+    """Write the translated notebooks of the lesson for each language it has a catalogue
+    for, from the English solution notebook on disk (just written by the same build)."""
+    from course import authoring
+
+    for lang in editions(source, root):
+        learner, solution = expected(source, lang, root)
+        left = [p for p in problems(source, lang, root) if ": obsolete:" not in p]
+        if left:
+            say(f"! {len(left)} unit(s) of {source.stem} are not translated into {lang} "
+                "(shown in English); `python -m course.i18n check` lists them")
+        target = root / "notebooks" / lang / f"{source.stem}.ipynb"
+        recorded = learner.metadata.course
+        authoring.place_learner(
+            learner,
+            target,
+            unchanged=_built_from(target) == (recorded.source_sha256, recorded.catalogue_sha256),
+            backups=root / "notebooks" / "backups" / lang,
+            root=root,
+            say=say,
+        )
+        if solution is None:
+            say(f"! no solutions/{source.stem}.ipynb: solutions/{lang}/ not written")
+        else:
+            authoring.write(solution, root / "solutions" / lang / f"{source.stem}.ipynb")
+            say(f"wrote solutions/{lang}/{source.stem}.ipynb")
+
+
+def _built_from(path: Path):
+    try:
+        course = nbformat.read(path, as_version=4).metadata.get("course", {})
+    except Exception:
+        return None
+    return course.get("source_sha256"), course.get("catalogue_sha256")
+
+
+def staleness(source: Path, root: Path = ROOT) -> list[str]:
+    """What is out of date in the translated notebooks of `source` (empty: all current)."""
+    from course.authoring import write  # noqa: F401  (same bytes as write())
+
+    found = []
+    for lang in editions(source, root):
+        learner, solution = expected(source, lang, root)
+        for nb, folder in ((learner, "notebooks"), (solution, "solutions")):
+            path = root / folder / lang / f"{source.stem}.ipynb"
+            if nb is None:
+                continue
+            if not path.exists():
+                found.append(f"{path.relative_to(root).as_posix()} is missing")
+            elif path.read_text(encoding="utf-8") != nbformat.writes(nb) + "\n":
+                found.append(
+                    f"{path.relative_to(root).as_posix()} differs from what {source.name}, its "
+                    f"solution notebook and {catalogue_path(source, lang, root).name} generate"
+                )
+    return found
+
+
+# ------------------------------------------------------------------ cli ----------
+
+
+def main(argv: list[str] | None = None) -> int:
+    from course.authoring import AuthoringError, lesson_sources
+
+    parser = argparse.ArgumentParser(
+        prog="python -m course.i18n",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--lang", default="ko", choices=LANGUAGES)
+    sub = parser.add_subparsers(dest="command", required=True)
+    u = sub.add_parser("update", help="merge the English units into the catalogues")
+    u.add_argument("lessons", nargs="*", help="lesson numbers or names (default: all)")
+    u.add_argument("--new", action="store_true", help="create the catalogue where none exists")
+    u.add_argument("--prune", action="store_true", help="drop obsolete entries")
+    sub.add_parser("check", help="exit 1 if any catalogue is not current")
+    args = parser.parse_args(argv)
+    try:
+        sources = lesson_sources(ROOT / "solutions", getattr(args, "lessons", None) or None)
+    except AuthoringError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    if args.command == "update":
+        if args.new and not getattr(args, "lessons", None):
+            print("error: --new needs the lesson(s) to start, e.g. `--new 03`", file=sys.stderr)
+            return 2
+        for source in sources:
+            path = update(source, args.lang, new=args.new, prune=args.prune)
+            if path is not None:
+                counts = _counts(load(path))
+                print(f"updated {path.relative_to(ROOT).as_posix()}: {counts}")
+        return 0
+    found, without = [], []
+    for source in sources:
+        if catalogue_path(source, args.lang).exists():
+            found += problems(source, args.lang)
+        else:
+            without.append(source.stem)
+    for problem in found:
+        print(problem)
+    if without:
+        print(f"not yet translated into {args.lang} (no catalogue): {', '.join(without)}")
+    print(f"{len(found)} problem(s)" if found else f"every {args.lang} catalogue is current")
+    return 1 if found else 0
+
+
+def _counts(po: polib.POFile) -> str:
+    active = [e for e in po if not e.obsolete]
+    fuzzy = sum("fuzzy" in e.flags for e in active)
+    empty = sum(not e.msgstr.strip() for e in active)
+    done = len(active) - fuzzy - empty
+    return (f"{done} translated, {fuzzy} stale (fuzzy), {empty} untranslated, "
+            f"{len(po) - len(active)} obsolete")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
