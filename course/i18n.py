@@ -91,12 +91,18 @@ def split_markdown(source: str) -> list[Block]:
     blocks: list[Block] = []
     i = 0
 
-    def starts_block(line: str) -> bool:
+    def starts_block(line: str, in_item: bool = True) -> bool:
+        marker = LIST_ITEM.match(line)
+        # inside a paragraph only a list that starts at 1 begins (CommonMark): "2000) was"
+        # on a wrapped line goes on with the paragraph
+        starts_list = marker is not None and (
+            in_item or not marker.group(1).strip()[0].isdigit() or marker.group(1).strip() in ("1.", "1)")
+        )
         return (
             not line.strip()
             or FENCE.match(line) is not None
             or line.strip().startswith("$$")
-            or LIST_ITEM.match(line) is not None
+            or starts_list
             or HEADING.match(line) is not None
             or TABLE_ROW.match(line) is not None
         )
@@ -136,7 +142,8 @@ def split_markdown(source: str) -> list[Block]:
                 first, follow, more = line.strip(), prefix, True
             parts, at = [first.strip()], i
             i += 1
-            while more and i < len(lines) and not starts_block(lines[i]):
+            item = LIST_ITEM.match(line) is not None
+            while more and i < len(lines) and not starts_block(lines[i], item):
                 nxt = lines[i]
                 if follow.strip() == ">" or follow.startswith(">"):
                     q = QUOTE.match(nxt)
