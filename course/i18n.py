@@ -170,6 +170,7 @@ def render(blocks: list[Block], translations: dict[str, str] | None = None) -> s
 class Unit:
     text: str
     line: int  # the line of the lesson source where it starts (1-based)
+    heading: bool = False
 
 
 def units(source: Path) -> list[Unit]:
@@ -185,7 +186,8 @@ def units(source: Path) -> list[Unit]:
             continue
         for block in split_markdown(cell.source):
             if block.text is not None and block.text not in found:
-                found[block.text] = Unit(block.text, start + 1 + block.at)
+                heading = HEADING.match(block.prefix) is not None
+                found[block.text] = Unit(block.text, start + 1 + block.at, heading)
     return list(found.values())
 
 
@@ -225,6 +227,7 @@ def merge(po: polib.POFile, found: list[Unit], source: Path, root: Path = ROOT) 
     merged.metadata.update(po.metadata)
     for unit in found:
         entry = polib.POEntry(msgid=unit.text, msgstr="", occurrences=[(where, str(unit.line))])
+        entry.comment = "heading" if unit.heading else ""
         if unit.text in old:
             kept = old[unit.text]
             entry.msgstr, entry.flags = kept.msgstr, list(kept.flags)
