@@ -17,6 +17,10 @@ of both notebooks. The solution notebook records the values and a hash of its ou
   solutions/NN_name.ipynb   executed, outputs kept (nbval's reference);
   notebooks/NN_name.ipynb   answers replaced by a stub, outputs cleared.
 
+For a lesson with a translation catalogue (translations/ko/NN_name.po), `build` also writes
+solutions/ko/NN_name.ipynb and notebooks/ko/NN_name.ipynb from the same run (course.i18n),
+and `check` covers them.
+
 A learner's edits are never lost: every generated notebook records a fingerprint of
 its cells and the hash of the source it came from. If notebooks/NN_name.ipynb no
 longer matches its fingerprint, somebody edited it:

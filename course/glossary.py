@@ -82,8 +82,12 @@ def literal_asterisks(markdown: str) -> int:
 
 
 def _forbidden(text: str, terms: list[Term]) -> list[str]:
-    return [f"{variant!r} (write {t.korean!r})" for t in terms for variant in t.forbidden
-            if variant in text]
+    return [
+        f"{variant!r} (write {t.korean!r})"
+        for t in terms
+        for variant in t.forbidden
+        if variant in text
+    ]
 
 
 def lint_catalogue(path: Path, terms: list[Term]) -> list[str]:
@@ -125,8 +129,8 @@ def lint_catalogue(path: Path, terms: list[Term]) -> list[str]:
                 if term.english in introduced or term.common or not term.english_in(english):
                     continue
                 introduced.add(term.english)
-                after = text[start + len(term.korean):]
-                glossed = re.match(rf"[^\s(]*\(([^)]*)\)", after)
+                after = text[start + len(term.korean) :]
+                glossed = re.match(r"[^\s(]*\(([^)]*)\)", after)
                 if not (glossed and term.english.lower() in glossed.group(1).lower()):
                     problems.append(
                         f"{where}: the lesson's first {term.korean!r} needs its English in "

@@ -95,8 +95,9 @@ def split_markdown(source: str) -> list[Block]:
         marker = LIST_ITEM.match(line)
         # inside a paragraph only a list that starts at 1 begins (CommonMark): "2000) was"
         # on a wrapped line goes on with the paragraph
+        bullet = marker.group(1).strip() if marker else ""
         starts_list = marker is not None and (
-            in_item or not marker.group(1).strip()[0].isdigit() or marker.group(1).strip() in ("1.", "1)")
+            in_item or not bullet[0].isdigit() or bullet in ("1.", "1)")
         )
         return (
             not line.strip()
@@ -114,19 +115,23 @@ def split_markdown(source: str) -> list[Block]:
             i += 1
         elif FENCE.match(line) or line.strip().startswith("$$"):
             fence = FENCE.match(line)
-            closes = (lambda s: s.strip().startswith(fence.group(1))) if fence else None
-            if not fence:
-                closes = lambda s: s.strip().endswith("$$")  # noqa: E731
-            end = i if (not fence and len(line.strip()) > 2 and closes(line)) else i + 1
-            while end < len(lines) and not (end > i and closes(lines[end])):
-                end += 1
+            if fence:  # up to the closing fence
+                end = i + 1
+                while end < len(lines) and not lines[end].strip().startswith(fence.group(1)):
+                    end += 1
+            else:  # up to the line that ends in $$ (this one, for `$$ x $$`)
+                end = i if len(line.strip()) > 2 and line.strip().endswith("$$") else i + 1
+                while end < len(lines) and not lines[end].strip().endswith("$$"):
+                    end += 1
             blocks.append(Block(raw="\n".join(lines[i : end + 1]), at=i))
             i = end + 1
         elif TABLE_ROW.match(line):
             text = line.strip()
             indent = line[: len(line) - len(line.lstrip())]
-            row = Block(prefix=indent, text=text, at=i) if _has_words(text) else Block(raw=line, at=i)
-            blocks.append(row)
+            if _has_words(text):
+                blocks.append(Block(prefix=indent, text=text, at=i))
+            else:
+                blocks.append(Block(raw=line, at=i))
             i += 1
         else:
             if m := HEADING.match(line):
@@ -178,10 +183,13 @@ def units(source: Path) -> list[Unit]:
     from course.authoring import read_lesson
 
     lesson = read_lesson(source)
-    starts = [n for n, line in enumerate(source.read_text("utf-8").split("\n"), 1)
-              if line.startswith("# %%")]
+    starts = [
+        n
+        for n, line in enumerate(source.read_text("utf-8").split("\n"), 1)
+        if line.startswith("# %%")
+    ]
     found: dict[str, Unit] = {}
-    for cell, start in zip(lesson.cells, starts):
+    for cell, start in zip(lesson.cells, starts, strict=True):
         if cell.cell_type != "markdown":
             continue
         for block in split_markdown(cell.source):
@@ -356,7 +364,7 @@ def solution_edition(english, translated_lesson, values: dict[str, str]):
             "source (run `make notebooks`)"
         )
     nb = copy.deepcopy(english)
-    for cell, ko in zip(nb.cells, filled.cells):
+    for cell, ko in zip(nb.cells, filled.cells, strict=True):
         if cell.cell_type == "markdown":
             cell.source = ko.source
     for key in ("language", "catalogue", "catalogue_sha256"):
@@ -392,8 +400,10 @@ def build(source: Path, root: Path = ROOT, say=print) -> None:
         learner, solution = expected(source, lang, root)
         left = [p for p in problems(source, lang, root) if ": obsolete:" not in p]
         if left:
-            say(f"! {len(left)} unit(s) of {source.stem} are not translated into {lang} "
-                "(shown in English); `python -m course.i18n check` lists them")
+            say(
+                f"! {len(left)} unit(s) of {source.stem} are not translated into {lang} "
+                "(shown in English); `python -m course.i18n check` lists them"
+            )
         target = root / "notebooks" / lang / f"{source.stem}.ipynb"
         recorded = learner.metadata.course
         authoring.place_learner(
@@ -493,8 +503,10 @@ def _counts(po: polib.POFile) -> str:
     fuzzy = sum("fuzzy" in e.flags for e in active)
     empty = sum(not e.msgstr.strip() for e in active)
     done = len(active) - fuzzy - empty
-    return (f"{done} translated, {fuzzy} stale (fuzzy), {empty} untranslated, "
-            f"{len(po) - len(active)} obsolete")
+    return (
+        f"{done} translated, {fuzzy} stale (fuzzy), {empty} untranslated, "
+        f"{len(po) - len(active)} obsolete"
+    )
 
 
 if __name__ == "__main__":

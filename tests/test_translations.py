@@ -9,7 +9,6 @@
 - nbval does not run solutions/ko/ or notebooks/ko/ (the English run proves them).
 """
 
-import os
 import re
 import shutil
 import subprocess
@@ -166,7 +165,7 @@ def _pairs(source):
 def test_korean_code_cells_and_outputs_equal_the_english_cell_for_cell(source):
     for folder, english, korean in _pairs(source):
         assert [c.cell_type for c in korean.cells] == [c.cell_type for c in english.cells]
-        for en, ko in zip(english.cells, korean.cells):
+        for en, ko in zip(english.cells, korean.cells, strict=True):
             if en.cell_type == "code":
                 assert ko == en, f"{folder}/ko/{source.stem}.ipynb, cell {en.id}"
             else:
@@ -194,9 +193,21 @@ def test_korean_notebooks_are_current(source):
 
 def test_nbval_does_not_collect_the_korean_notebooks():
     run = subprocess.run(
-        [sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:xdist",
-         "notebooks", "solutions"],
-        cwd=ROOT, capture_output=True, text=True, timeout=120,
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "--collect-only",
+            "-q",
+            "-p",
+            "no:xdist",
+            "notebooks",
+            "solutions",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert "01_rnn_limits.ipynb" in run.stdout, run.stdout[-2000:]
     assert "/ko/" not in run.stdout and "ko/01" not in run.stdout

@@ -28,7 +28,7 @@ def test_the_glossary_has_the_issues_terms_once_each():
         ("**잔차 연결(residual connection)**은 입력을 더합니다.", True),  # `)` then 은: no close
         ("**잔차 연결**(residual connection)은 입력을 더합니다.", False),
         ("**핵심 아이디어.** 어텐션은", False),  # punctuation, then a space: closes
-        ('대략 *무엇인가?*입니다.', True),
+        ("대략 *무엇인가?*입니다.", True),
         ("모든 **값**을 더합니다.", False),
     ],
 )

@@ -44,6 +44,8 @@ ANSWER_TAG = "course-answer"  # the answer cell's tag on the site (tests find it
 # Pages besides the lessons, in the order of the site's menu (docs/index.md is the home page).
 GUIDES = [
     ("Start here", ["../README", "exercises", "progress", "platforms", "troubleshooting"]),
+    # the Korean edition's front door and glossary (its lessons are not on the site yet)
+    ("한국어", ["../README.ko", "ko/glossary"]),
     ("Results", ["training", "translation", "gpt", "benchmarks"]),
     ("For instructors", ["grading", "authoring", "../tools/READING"]),
 ]
@@ -58,7 +60,9 @@ project = "Attention, step by step"
 copyright = ""
 html_title = project
 root_doc = "docs/index"
-include_patterns = ["README.md", "docs/*.md", "tools/READING.md", "solutions/*.ipynb"]
+include_patterns = [
+    "README.md", "README.ko.md", "docs/*.md", "docs/ko/*.md", "tools/READING.md", "solutions/*.ipynb"
+]
 extensions = ["myst_nb"]
 nb_execution_mode = "off"
 nb_merge_streams = True
@@ -201,9 +205,7 @@ def toctrees(stems: list[str]) -> str:
     out.append("```\n")
     for caption, pages in GUIDES:
         out.append(f"\n```{{toctree}}\n:hidden:\n:caption: {caption}\n\n")
-        out += [
-            ("Quick start <../README>\n" if page == "../README" else f"{page}\n") for page in pages
-        ]
+        out += [f"{TITLES[page]} <{page}>\n" if page in TITLES else f"{page}\n" for page in pages]
         out.append("```\n")
     return "".join(out)
 
@@ -217,6 +219,7 @@ def stage(root: Path, staging: Path, repository: str | None = None) -> list[str]
     (staging / "tools").mkdir()
     shutil.copytree(root / "docs", staging / "docs", ignore=shutil.ignore_patterns("_build"))
     shutil.copy2(root / "README.md", staging / "README.md")
+    shutil.copy2(root / "README.ko.md", staging / "README.ko.md")
     shutil.copy2(root / "NOTICE", staging / "NOTICE")
     shutil.copy2(root / "tools" / "READING.md", staging / "tools" / "READING.md")
     stems = []
