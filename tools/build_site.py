@@ -49,6 +49,7 @@ GUIDES = [
     ("Results", ["training", "translation", "gpt", "benchmarks"]),
     ("For instructors", ["grading", "authoring", "../tools/READING"]),
 ]
+TITLES = {"../README": "Quick start", "../README.ko": "한국어판 안내 (README)"}
 
 CONF = """\
 # Written by tools/build_site.py for one build; edit that file, not this one.
