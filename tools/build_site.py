@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import copy
+import re
 import shutil
 import subprocess
 import sys
@@ -44,12 +45,10 @@ ANSWER_TAG = "course-answer"  # the answer cell's tag on the site (tests find it
 # Pages besides the lessons, in the order of the site's menu (docs/index.md is the home page).
 GUIDES = [
     ("Start here", ["../README", "exercises", "progress", "platforms", "troubleshooting"]),
-    # the Korean edition's front door and glossary (its lessons are not on the site yet)
-    ("한국어", ["../README.ko", "ko/glossary"]),
     ("Results", ["training", "translation", "gpt", "benchmarks"]),
     ("For instructors", ["grading", "authoring", "../tools/READING"]),
 ]
-TITLES = {"../README": "Quick start", "../README.ko": "한국어판 안내 (README)"}
+TITLES = {"../README": "Quick start"}
 
 CONF = """\
 # Written by tools/build_site.py for one build; edit that file, not this one.
@@ -61,9 +60,7 @@ project = "Attention, step by step"
 copyright = ""
 html_title = project
 root_doc = "docs/index"
-include_patterns = [
-    "README.md", "README.ko.md", "docs/*.md", "docs/ko/*.md", "tools/READING.md", "solutions/*.ipynb"
-]
+include_patterns = ["README.md", "docs/*.md", "tools/READING.md", "solutions/*.ipynb"]
 extensions = ["myst_nb"]
 nb_execution_mode = "off"
 nb_merge_streams = True
@@ -181,6 +178,8 @@ def page_links(root: Path, stem: str, repository: str | None) -> str:
         url = links.colab_url(f"notebooks/{stem}.ipynb", root=root)
     if url:
         parts.append(f"[Open in Colab]({url})")
+    if (root / "solutions" / KO / f"{stem}.ipynb").exists():
+        parts.append(f'<a href="../{KO}/solutions/{stem}.html" hreflang="ko">한국어</a>')
     return " · ".join(parts)
 
 
@@ -218,9 +217,10 @@ def stage(root: Path, staging: Path, repository: str | None = None) -> list[str]
     (staging / "solutions").mkdir(parents=True)
     (staging / "notebooks").mkdir()
     (staging / "tools").mkdir()
-    shutil.copytree(root / "docs", staging / "docs", ignore=shutil.ignore_patterns("_build"))
+    shutil.copytree(
+        root / "docs", staging / "docs", ignore=shutil.ignore_patterns("_build", "ko")
+    )
     shutil.copy2(root / "README.md", staging / "README.md")
-    shutil.copy2(root / "README.ko.md", staging / "README.ko.md")
     shutil.copy2(root / "NOTICE", staging / "NOTICE")
     shutil.copy2(root / "tools" / "READING.md", staging / "tools" / "READING.md")
     stems = []
@@ -237,6 +237,19 @@ def stage(root: Path, staging: Path, repository: str | None = None) -> list[str]
         raise SiteError(f"no solutions/NN_*.ipynb in {root}")
     index = staging / "docs" / "index.md"
     index.write_text(index.read_text(encoding="utf-8") + toctrees(stems), encoding="utf-8")
+    for page in [staging / "README.md", *sorted((staging / "docs").glob("*.md"))]:
+        text = page.read_text(encoding="utf-8")
+        up = "../" * (len(page.relative_to(staging).parts) - 1)
+        text = KO_LINK.sub(lambda m: _html_link(m, f"{up}{KO}/"), text)
+        page.write_text(text, encoding="utf-8")
+    (staging / "_static").mkdir()
+    (staging / "_static" / "course.css").write_text(CSS, encoding="utf-8")
+    conf = CONF.format(theme_options=_theme(repository))
+    (staging / "conf.py").write_text(conf, encoding="utf-8")
+    return stems
+
+
+def _theme(repository: str | None) -> dict:
     theme = {
         "home_page_in_toc": True,
         "show_toc_level": 2,
@@ -247,9 +260,81 @@ def stage(root: Path, staging: Path, repository: str | None = None) -> list[str]
     }
     if repository:
         theme |= {"repository_url": repository, "use_repository_button": True}
+    return theme
+
+
+# ------------------------------------------------------ the Korean edition ----------
+# Built by a second sphinx-build with language="ko" into <out>/ko/, laid out like the
+# repository from README.ko.md (its home page), docs/ko/*.md and solutions/ko/*.ipynb. A link
+# between the two editions is plain HTML (each build knows only its own pages): the English
+# lesson pages link their Korean page and back, README.md links README.ko.md and back.
+KO = "ko"
+# [text](README.ko.md) or [text](ko/glossary.md#x) in the English pages; in the Korean ones
+# [text](README.md) or [text](docs/authoring.md#x)
+KO_LINK = re.compile(r"\[([^\]]+)\]\((README\.ko\.md|(?:docs/)?ko/[\w.-]+\.md)(#[^)]*)?\)")
+EN_LINK = re.compile(r"\[([^\]]+)\]\((README\.md|docs/[\w.-]+\.md)(#[^)]*)?\)")
+KO_CONF = """
+language = "ko"
+root_doc = "README.ko"
+include_patterns = ["README.ko.md", "docs/ko/*.md", "solutions/*.ipynb"]
+html_title = "어텐션, 한 걸음씩"
+"""
+
+
+def _html_link(match, prefix: str) -> str:
+    """A markdown link as an <a> to the other edition's page (prefix: the way there)."""
+    text, target, fragment = match.group(1), match.group(2), match.group(3) or ""
+    target = re.sub(r"^(docs/)?ko/", "docs/ko/", target) if prefix.endswith(f"{KO}/") else target
+    return f'<a href="{prefix}{target[:-3]}.html{fragment}">{text}</a>'
+
+
+def ko_page_links(stem: str) -> str:
+    return (
+        f"{{download}}`학습용 노트북 내려받기 <../notebooks/{stem}.ipynb>` "
+        "(답이 빠진 연습 문제, Jupyter에서 실행합니다) · "
+        f'<a href="../../solutions/{stem}.html" hreflang="en">English</a>'
+    )
+
+
+def stage_ko(root: Path, staging: Path, theme: dict) -> list[str]:
+    """Lay out the Korean edition's sources in `staging`; returns its lessons' names."""
+    from course import authoring, i18n
+
+    if staging.exists():
+        shutil.rmtree(staging)
+    (staging / "solutions").mkdir(parents=True)
+    (staging / "notebooks").mkdir()
+    shutil.copytree(root / "docs" / KO, staging / "docs" / KO)
+    shutil.copy2(root / "README.ko.md", staging / "README.ko.md")
+    stems = []
+    for path in sorted((root / "solutions" / KO).glob("[0-9][0-9]_*.ipynb")):
+        solution = nbformat.read(path, as_version=4)
+        committed = root / "notebooks" / KO / path.name
+        if committed.is_file() and not authoring.edited_by_hand(committed):
+            learner = nbformat.read(committed, as_version=4)
+        else:
+            learner = i18n.expected(root / "solutions" / f"{path.stem}.py", KO, root)[0]
+        (staging / "notebooks" / path.name).write_text(
+            nbformat.writes(learner) + "\n", encoding="utf-8"
+        )
+        page = lesson_page(solution, learner, ko_page_links(path.stem))
+        (staging / "solutions" / path.name).write_text(nbformat.writes(page), encoding="utf-8")
+        stems.append(path.stem)
+    for page in [staging / "README.ko.md", *sorted((staging / "docs" / KO).glob("*.md"))]:
+        up = "../" * (len(page.relative_to(staging).parts) - 1)
+        text = EN_LINK.sub(lambda m: _html_link(m, f"../{up}"), page.read_text(encoding="utf-8"))
+        if page.name == "glossary.md":  # no English twin: the switch leads to the English home
+            text += f'\n\n<a href="../../../docs/index.html" hreflang="en">English</a>\n'
+        page.write_text(text, encoding="utf-8")
+    menu = ["\n\n```{toctree}\n:hidden:\n:caption: 레슨\n\n"]
+    menu += [f"solutions/{stem}\n" for stem in stems] + ["```\n"]
+    menu += ["\n```{toctree}\n:hidden:\n:caption: 안내\n\n용어집 <docs/ko/glossary>\n```\n"]
+    readme = staging / "README.ko.md"
+    readme.write_text(readme.read_text(encoding="utf-8") + "".join(menu), encoding="utf-8")
     (staging / "_static").mkdir()
     (staging / "_static" / "course.css").write_text(CSS, encoding="utf-8")
-    (staging / "conf.py").write_text(CONF.format(theme_options=theme), encoding="utf-8")
+    conf = CONF.format(theme_options=theme) + KO_CONF
+    (staging / "conf.py").write_text(conf, encoding="utf-8")
     return stems
 
 
@@ -263,9 +348,26 @@ def build(
     stems = stage(root, staging, repository)
     if out.exists():
         shutil.rmtree(out)
+    _sphinx(staging, staging / "_build" / "html", out)
+    ko_stems = []
+    if (root / "README.ko.md").exists():
+        ko_staging = out.parent / f"{out.name}-src-{KO}"
+        ko_stems = stage_ko(root, ko_staging, _theme(repository))
+        _sphinx(ko_staging, ko_staging / "_build" / "html", out / KO)
+    (out / "index.html").write_text(REDIRECT, encoding="utf-8")
+    (out / ".nojekyll").write_text("", encoding="utf-8")
+    seconds = time.perf_counter() - start
+    say(
+        f"wrote {_shown(out, root)}/index.html: {len(stems)} lessons, "
+        f"{len(ko_stems)} of them in Korean ({KO}/), built in {seconds:.0f} s"
+    )
+    return out
+
+
+def _sphinx(staging: Path, html: Path, out: Path) -> None:
+    """sphinx-build `staging` into `html`, then move the pages to `out`."""
     # Sphinx writes into the staging folder (myst-nb keeps its copies of the figures beside
     # the output, in ../jupyter_execute); the finished pages then move to `out`.
-    html = staging / "_build" / "html"
     command = [
         sys.executable,
         "-m",
@@ -287,17 +389,12 @@ def build(
             f"sphinx-build failed (exit {run.returncode}):\n{run.stdout}{run.stderr}".rstrip()
         )
     shutil.move(html, out)
-    (out / "index.html").write_text(REDIRECT, encoding="utf-8")
-    (out / ".nojekyll").write_text("", encoding="utf-8")
     # Leftovers that are no page: Sphinx's build record, the themes' Jinja macro files that
     # they copy into _static unrendered, and the empty _sources (html_copy_source is off).
     for leftover in [out / ".buildinfo", out / ".buildinfo.bak", *(out / "_static").glob("*.html")]:
         leftover.unlink(missing_ok=True)
     if (out / "_sources").is_dir() and not any((out / "_sources").iterdir()):
         (out / "_sources").rmdir()
-    seconds = time.perf_counter() - start
-    say(f"wrote {_shown(out, root)}/index.html: {len(stems)} lessons, built in {seconds:.0f} s")
-    return out
 
 
 def _shown(path: Path, root: Path) -> str:
