@@ -14,6 +14,10 @@ What goes in, from this repository:
                         behind a "Show the answer" toggle (see `lesson_page`);
   notebooks/NN_*.ipynb  each lesson's learner notebook, for the download link (where a
                         learner edited it, generated afresh from solutions/NN_*.py instead).
+  README.ko.md, docs/ko/*.md, solutions/ko/, notebooks/ko/
+                        the Korean edition (course/i18n.py), built by a second sphinx-build
+                        with language="ko" into <out>/ko/; a lesson with a Korean page links
+                        it from its English one, and back (see `stage_ko`).
 
 It stages those files in a folder laid out like the repository (so a relative link in
 docs/*.md reads the same on GitHub and on the site), writes Sphinx's conf.py there and runs
