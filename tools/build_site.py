@@ -352,12 +352,22 @@ def build(
     stems = stage(root, staging, repository)
     if out.exists():
         shutil.rmtree(out)
-    _sphinx(staging, staging / "_build" / "html", out)
+    builds = [(staging, out)]
     ko_stems = []
     if (root / "README.ko.md").exists():
         ko_staging = out.parent / f"{out.name}-src-{KO}"
         ko_stems = stage_ko(root, ko_staging, _theme(repository))
-        _sphinx(ko_staging, ko_staging / "_build" / "html", out / KO)
+        builds.append((ko_staging, out / KO))
+    # the two editions build side by side (each sphinx-build is one process)
+    runs = [(_sphinx_start(src), src, dest) for src, dest in builds]
+    try:
+        for run, src, dest in runs:
+            _sphinx_finish(run, src, dest)
+    finally:
+        for run, _, _ in runs:
+            if run.poll() is None:  # the other edition's build, when one failed
+                run.kill()
+                run.wait()
     (out / "index.html").write_text(REDIRECT, encoding="utf-8")
     (out / ".nojekyll").write_text("", encoding="utf-8")
     seconds = time.perf_counter() - start
@@ -368,8 +378,8 @@ def build(
     return out
 
 
-def _sphinx(staging: Path, html: Path, out: Path) -> None:
-    """sphinx-build `staging` into `html`, then move the pages to `out`."""
+def _sphinx_start(staging: Path) -> subprocess.Popen:
+    """sphinx-build `staging` into staging/_build/html, started (`_sphinx_finish` waits)."""
     # Sphinx writes into the staging folder (myst-nb keeps its copies of the figures beside
     # the output, in ../jupyter_execute); the finished pages then move to `out`.
     command = [
@@ -385,14 +395,17 @@ def _sphinx(staging: Path, html: Path, out: Path) -> None:
         "-d",
         str(staging / "_build" / "doctrees"),
         str(staging),
-        str(html),
+        str(staging / "_build" / "html"),
     ]
-    run = subprocess.run(command, capture_output=True, text=True)
+    return subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def _sphinx_finish(run: subprocess.Popen, staging: Path, out: Path) -> None:
+    """Wait for the build of `staging`, then move its pages to `out`."""
+    stdout, stderr = run.communicate()
     if run.returncode != 0:
-        raise SiteError(
-            f"sphinx-build failed (exit {run.returncode}):\n{run.stdout}{run.stderr}".rstrip()
-        )
-    shutil.move(html, out)
+        raise SiteError(f"sphinx-build failed (exit {run.returncode}):\n{stdout}{stderr}".rstrip())
+    shutil.move(staging / "_build" / "html", out)
     # Leftovers that are no page: Sphinx's build record, the themes' Jinja macro files that
     # they copy into _static unrendered, and the empty _sources (html_copy_source is off).
     for leftover in [out / ".buildinfo", out / ".buildinfo.bak", *(out / "_static").glob("*.html")]:
