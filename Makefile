@@ -101,7 +101,7 @@ notebooks: $(STAMP) ## Regenerate learner + solution notebooks from solutions/NN
 # catalogue in translations/<lang>/ merged into it; PRUNE=1 also drops the obsolete entries.
 PRUNE ?=
 translations: $(STAMP) ## Update translations/ko/*.po from the English lessons (changed: fuzzy; new: untranslated)
-	$(BIN)/python -m course.i18n update $(LESSON)$(if $(PRUNE), --prune)
+	$(BIN)/python -m course.translations update $(LESSON)$(if $(PRUNE), --prune)
 
 lint: $(STAMP) ## ruff on the package, tests, lesson sources and notebooks
 	$(BIN)/ruff check course tests solutions notebooks

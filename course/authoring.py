@@ -305,7 +305,7 @@ def build(
         if solution is not None:
             write(solution, solutions_dir / f"{source.stem}.ipynb")
             say(f"wrote solutions/{source.stem}.ipynb")
-        i18n.build(source, root, say)  # the translated editions, from this same run
+        build_editions(source, root, say)  # the translated editions, from this same run
 
 
 def place_learner(learner, target: Path, unchanged: bool, backups: Path, root: Path, say) -> None:
@@ -387,6 +387,68 @@ def staleness(source: Path, root: Path = ROOT) -> list[str]:
     return problems
 
 
+# ----------------------------------------------------- translated editions ----------
+
+
+def edition_notebooks(source: Path, lang: str, root: Path = ROOT):
+    """(learner, solution) notebooks of `lang` for the lesson (course.i18n), as `build`
+    writes them from the English solution notebook on disk; solution is None without one."""
+    translated = i18n.translate_lesson(read_lesson(source), source, lang, root)
+    english_path = root / "solutions" / f"{source.stem}.ipynb"
+    values = recorded_values(english_path)
+    notebook = f"notebooks/{lang}/{source.stem}.ipynb"
+    learner = learner_notebook(translated, values, root, notebook=notebook)
+    solution = None
+    if english_path.exists():
+        english = nbformat.read(english_path, as_version=4)
+        solution = i18n.solution_edition(english, fill(translated, values))
+        solution.metadata.course["fingerprint"] = fingerprint(solution)
+    return learner, solution
+
+
+def build_editions(source: Path, root: Path = ROOT, say=print) -> None:
+    """Write the lesson's translated notebooks, for each language it has a catalogue for,
+    from the English solution notebook on disk (just written by the same build). A learner's
+    edits are kept as in English; a changed catalogue counts as a changed lesson."""
+    for lang in i18n.editions(source, root):
+        learner, solution = edition_notebooks(source, lang, root)
+        left = [p for p in i18n.problems(source, lang, root) if ": obsolete:" not in p]
+        if left:
+            say(
+                f"! {len(left)} unit(s) of {source.stem} are not translated into {lang} "
+                "(shown in English); `python -m course.translations check` lists them"
+            )
+        target = root / "notebooks" / lang / f"{source.stem}.ipynb"
+        made = (learner.metadata.course.source_sha256, learner.metadata.course.catalogue_sha256)
+        unchanged = i18n.built_from(target) == made
+        place_learner(learner, target, unchanged, root / "notebooks" / "backups" / lang, root, say)
+        if solution is None:
+            say(f"! no solutions/{source.stem}.ipynb: solutions/{lang}/ not written")
+        else:
+            write(solution, root / "solutions" / lang / f"{source.stem}.ipynb")
+            say(f"wrote solutions/{lang}/{source.stem}.ipynb")
+
+
+def edition_staleness(source: Path, root: Path = ROOT) -> list[str]:
+    """What is out of date in the translated notebooks of `source` (empty: all current)."""
+    found = []
+    for lang in i18n.editions(source, root):
+        learner, solution = edition_notebooks(source, lang, root)
+        for nb, folder in ((learner, "notebooks"), (solution, "solutions")):
+            path = root / folder / lang / f"{source.stem}.ipynb"
+            if nb is None:
+                continue
+            if not path.exists():
+                found.append(f"{path.relative_to(root).as_posix()} is missing")
+            elif path.read_text(encoding="utf-8") != nbformat.writes(nb) + "\n":
+                catalogue = i18n.catalogue_path(source, lang, root).name
+                found.append(
+                    f"{path.relative_to(root).as_posix()} differs from what {source.name}, its "
+                    f"solution notebook and {catalogue} generate (run `make notebooks`)"
+                )
+    return found
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m course.authoring",
@@ -404,7 +466,7 @@ def main(argv: list[str] | None = None) -> int:
             build(only=args.lessons or None, execute=not args.no_execute)
             return 0
         sources = lesson_sources(ROOT / "solutions")
-        problems = [p for s in sources for p in staleness(s) + i18n.staleness(s)]
+        problems = [p for s in sources for p in staleness(s) + edition_staleness(s)]
     except AuthoringError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2

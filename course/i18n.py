@@ -1,4 +1,5 @@
-"""Translated editions of the lessons, built from the same run as the English.
+"""Translated editions of the lessons: what a translation unit is, the catalogues that hold
+them, and a lesson's prose rebuilt in another language.
 
 A lesson's English prose is cut into translation units: each paragraph, heading, list item,
 block quote and table row of its markdown cells, as written in the source (`{{ expr }}` fields
@@ -6,38 +7,31 @@ kept as they are, never the filled numbers), its lines joined by single spaces. 
 fenced code and display math are never units: they stay shared with the English.
 
 The units of lesson NN live in a gettext catalogue, `translations/<lang>/NN_name.po`: the
-English as msgid, the translation as msgstr.
-
-    python -m course.i18n update [NN ...]           # what `make translations` runs
-    python -m course.i18n update --new 03           # start the catalogue of lesson 03
-    python -m course.i18n update --prune            # also drop the obsolete entries
-    python -m course.i18n check                     # exit 1 if any catalogue is not current
-
-`update` extracts the units again and merges them into each existing catalogue, as GNU
-msgmerge does: an unchanged unit keeps its translation; a changed one keeps the old
-translation, marked fuzzy, with the old English beside it (`#| msgid`); a new one is added
-untranslated; a removed one becomes obsolete (`#~`). `check` (and `make test`) fails, naming
-the lesson and the paragraph, while any entry is fuzzy, untranslated or obsolete, or a
-translation lost a `{{ field }}`, a `$math$` or a `code` span of its English.
+English as msgid, the translation as msgstr. `merge` brings a catalogue up to date as GNU
+msgmerge does (`python -m course.translations update`, `make translations`): an unchanged unit
+keeps its translation; a changed one keeps the old translation, marked fuzzy, with the old
+English beside it (`#| msgid`); a new one is added untranslated; a removed one becomes
+obsolete (`#~`). `problems` lists, naming the lesson and the paragraph, every entry that is
+fuzzy, untranslated or obsolete, and every translation that lost a `{{ field }}`, a `$math$`
+or a `code` span of its English; `make test` fails on any.
 
 `make notebooks` (course.authoring) then writes, for each lesson with a catalogue,
 `solutions/<lang>/NN_name.ipynb` and `notebooks/<lang>/NN_name.ipynb`: the English notebooks
 of the same build, code cells and outputs unchanged, each markdown cell rebuilt from its
-translated units and filled with the same run's field values. An untranslated or fuzzy unit
-is shown in English (and `check` fails on it).
+translated units (`translate_lesson`) and filled with the same run's field values. An
+untranslated or fuzzy unit is shown in English (and `problems` names it).
 """
 
 from __future__ import annotations
 
-import argparse
 import copy
 import difflib
 import hashlib
 import re
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+import jupytext
 import nbformat
 import polib
 
@@ -180,9 +174,7 @@ class Unit:
 
 def units(source: Path) -> list[Unit]:
     """The translation units of a lesson source, in order, each once."""
-    from course.authoring import read_lesson
-
-    lesson = read_lesson(source)
+    lesson = jupytext.reads(source.read_text(encoding="utf-8"), fmt="py:percent")
     starts = [
         n
         for n, line in enumerate(source.read_text("utf-8").split("\n"), 1)
@@ -352,12 +344,10 @@ def translate_lesson(lesson, source: Path, lang: str, root: Path = ROOT):
     return nb
 
 
-def solution_edition(english, translated_lesson, values: dict[str, str]):
-    """The English solution notebook with its markdown cells replaced by the translated
-    lesson's, filled with the same `values`: code, outputs and ids untouched."""
-    from course.authoring import fill, fingerprint
-
-    filled = fill(translated_lesson, values)
+def solution_edition(english, filled):
+    """The English solution notebook with its markdown cells replaced by those of `filled`
+    (the translated lesson, filled with the same run's values): code, outputs and ids
+    untouched. The caller records its fingerprint."""
     if [c.cell_type for c in english.cells] != [c.cell_type for c in filled.cells]:
         raise ValueError(
             f"{english.metadata.course.source}: its solution notebook's cells do not match the "
@@ -368,60 +358,12 @@ def solution_edition(english, translated_lesson, values: dict[str, str]):
         if cell.cell_type == "markdown":
             cell.source = ko.source
     for key in ("language", "catalogue", "catalogue_sha256"):
-        nb.metadata.course[key] = translated_lesson.metadata.course[key]
-    nb.metadata.course["fingerprint"] = fingerprint(nb)
+        nb.metadata.course[key] = filled.metadata.course[key]
     return nb
 
 
-def expected(source: Path, lang: str, root: Path = ROOT):
-    """(learner, solution) notebooks of `lang` for the lesson, as `make notebooks` writes them
-    from the solution notebook on disk; solution is None when there is none."""
-    from course import authoring
-
-    lesson = authoring.read_lesson(source)
-    translated = translate_lesson(lesson, source, lang, root)
-    english_path = root / "solutions" / f"{source.stem}.ipynb"
-    values = authoring.recorded_values(english_path)
-    notebook = f"notebooks/{lang}/{source.stem}.ipynb"
-    learner = authoring.learner_notebook(translated, values, root, notebook=notebook)
-    solution = None
-    if english_path.exists():
-        english = nbformat.read(english_path, as_version=4)
-        solution = solution_edition(english, translated, values)
-    return learner, solution
-
-
-def build(source: Path, root: Path = ROOT, say=print) -> None:
-    """Write the translated notebooks of the lesson for each language it has a catalogue
-    for, from the English solution notebook on disk (just written by the same build)."""
-    from course import authoring
-
-    for lang in editions(source, root):
-        learner, solution = expected(source, lang, root)
-        left = [p for p in problems(source, lang, root) if ": obsolete:" not in p]
-        if left:
-            say(
-                f"! {len(left)} unit(s) of {source.stem} are not translated into {lang} "
-                "(shown in English); `python -m course.i18n check` lists them"
-            )
-        target = root / "notebooks" / lang / f"{source.stem}.ipynb"
-        recorded = learner.metadata.course
-        authoring.place_learner(
-            learner,
-            target,
-            unchanged=_built_from(target) == (recorded.source_sha256, recorded.catalogue_sha256),
-            backups=root / "notebooks" / "backups" / lang,
-            root=root,
-            say=say,
-        )
-        if solution is None:
-            say(f"! no solutions/{source.stem}.ipynb: solutions/{lang}/ not written")
-        else:
-            authoring.write(solution, root / "solutions" / lang / f"{source.stem}.ipynb")
-            say(f"wrote solutions/{lang}/{source.stem}.ipynb")
-
-
-def _built_from(path: Path):
+def built_from(path: Path):
+    """(English source hash, catalogue hash) a translated notebook records (None: unreadable)."""
     try:
         course = nbformat.read(path, as_version=4).metadata.get("course", {})
     except Exception:
@@ -429,76 +371,7 @@ def _built_from(path: Path):
     return course.get("source_sha256"), course.get("catalogue_sha256")
 
 
-def staleness(source: Path, root: Path = ROOT) -> list[str]:
-    """What is out of date in the translated notebooks of `source` (empty: all current)."""
-    from course.authoring import write  # noqa: F401  (same bytes as write())
-
-    found = []
-    for lang in editions(source, root):
-        learner, solution = expected(source, lang, root)
-        for nb, folder in ((learner, "notebooks"), (solution, "solutions")):
-            path = root / folder / lang / f"{source.stem}.ipynb"
-            if nb is None:
-                continue
-            if not path.exists():
-                found.append(f"{path.relative_to(root).as_posix()} is missing")
-            elif path.read_text(encoding="utf-8") != nbformat.writes(nb) + "\n":
-                found.append(
-                    f"{path.relative_to(root).as_posix()} differs from what {source.name}, its "
-                    f"solution notebook and {catalogue_path(source, lang, root).name} generate"
-                )
-    return found
-
-
-# ------------------------------------------------------------------ cli ----------
-
-
-def main(argv: list[str] | None = None) -> int:
-    from course.authoring import AuthoringError, lesson_sources
-
-    parser = argparse.ArgumentParser(
-        prog="python -m course.i18n",
-        description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    parser.add_argument("--lang", default="ko", choices=LANGUAGES)
-    sub = parser.add_subparsers(dest="command", required=True)
-    u = sub.add_parser("update", help="merge the English units into the catalogues")
-    u.add_argument("lessons", nargs="*", help="lesson numbers or names (default: all)")
-    u.add_argument("--new", action="store_true", help="create the catalogue where none exists")
-    u.add_argument("--prune", action="store_true", help="drop obsolete entries")
-    sub.add_parser("check", help="exit 1 if any catalogue is not current")
-    args = parser.parse_args(argv)
-    try:
-        sources = lesson_sources(ROOT / "solutions", getattr(args, "lessons", None) or None)
-    except AuthoringError as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 2
-    if args.command == "update":
-        if args.new and not getattr(args, "lessons", None):
-            print("error: --new needs the lesson(s) to start, e.g. `--new 03`", file=sys.stderr)
-            return 2
-        for source in sources:
-            path = update(source, args.lang, new=args.new, prune=args.prune)
-            if path is not None:
-                counts = _counts(load(path))
-                print(f"updated {path.relative_to(ROOT).as_posix()}: {counts}")
-        return 0
-    found, without = [], []
-    for source in sources:
-        if catalogue_path(source, args.lang).exists():
-            found += problems(source, args.lang)
-        else:
-            without.append(source.stem)
-    for problem in found:
-        print(problem)
-    if without:
-        print(f"not yet translated into {args.lang} (no catalogue): {', '.join(without)}")
-    print(f"{len(found)} problem(s)" if found else f"every {args.lang} catalogue is current")
-    return 1 if found else 0
-
-
-def _counts(po: polib.POFile) -> str:
+def counts(po: polib.POFile) -> str:
     active = [e for e in po if not e.obsolete]
     fuzzy = sum("fuzzy" in e.flags for e in active)
     empty = sum(not e.msgstr.strip() for e in active)
@@ -507,7 +380,3 @@ def _counts(po: polib.POFile) -> str:
         f"{done} translated, {fuzzy} stale (fuzzy), {empty} untranslated, "
         f"{len(po) - len(active)} obsolete"
     )
-
-
-if __name__ == "__main__":
-    sys.exit(main())

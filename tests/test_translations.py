@@ -188,7 +188,7 @@ def test_korean_prose_is_filled_with_the_same_runs_values(source):
 @pytest.mark.learner_notebooks
 @pytest.mark.parametrize("source", KO, ids=[s.stem for s in KO])
 def test_korean_notebooks_are_current(source):
-    assert i18n.staleness(source) == []
+    assert authoring.edition_staleness(source) == []
 
 
 def test_nbval_does_not_collect_the_korean_notebooks():
@@ -267,9 +267,10 @@ def test_build_writes_korean_notebooks_from_the_same_run(course_root):
     assert korean.cells[0].source == "# 99 · 작은 레슨\n\n수 2개를 두 배로 만듭니다."
     learner = nbformat.read(course_root / "notebooks" / "ko" / "99_tiny.ipynb", as_version=4)
     assert "raise NotImplementedError" in learner.cells[2].source
-    assert i18n.staleness(source, course_root) == []
+    assert authoring.edition_staleness(source, course_root) == []
     _edit(course_root / "solutions" / "ko" / "99_tiny.ipynb", "n = 3", cell=1)
-    assert "solutions/ko/99_tiny.ipynb differs" in i18n.staleness(source, course_root)[0]
+    stale = authoring.edition_staleness(source, course_root)
+    assert "solutions/ko/99_tiny.ipynb differs" in stale[0]
 
 
 def test_korean_learner_edits_stay_or_are_backed_up_as_in_english(course_root):

@@ -302,7 +302,7 @@ def ko_page_links(stem: str) -> str:
 
 def stage_ko(root: Path, staging: Path, theme: dict) -> list[str]:
     """Lay out the Korean edition's sources in `staging`; returns its lessons' names."""
-    from course import authoring, i18n
+    from course import authoring
 
     if staging.exists():
         shutil.rmtree(staging)
@@ -317,7 +317,8 @@ def stage_ko(root: Path, staging: Path, theme: dict) -> list[str]:
         if committed.is_file() and not authoring.edited_by_hand(committed):
             learner = nbformat.read(committed, as_version=4)
         else:
-            learner = i18n.expected(root / "solutions" / f"{path.stem}.py", KO, root)[0]
+            source = root / "solutions" / f"{path.stem}.py"
+            learner = authoring.edition_notebooks(source, KO, root)[0]
         (staging / "notebooks" / path.name).write_text(
             nbformat.writes(learner) + "\n", encoding="utf-8"
         )
