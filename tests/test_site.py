@@ -404,7 +404,7 @@ KO_LESSONS = sorted(p.stem for p in (ROOT / "solutions" / "ko").glob("[0-9][0-9]
 def test_the_korean_edition_has_its_home_page_and_lessons_in_korean(site, pages):
     out = site[0]
     assert KO_LESSONS, "no solutions/ko/ notebooks"
-    for name in ["ko/README.ko.html", "ko/docs/ko/glossary.html"] + [
+    for name in ["ko/index.html", "ko/README.ko.html", "ko/docs/ko/glossary.html"] + [
         f"ko/solutions/{lesson}.html" for lesson in KO_LESSONS
     ]:
         assert name in pages, f"no Korean page {name}"
@@ -429,8 +429,9 @@ def test_every_korean_lesson_page_switches_language_and_has_math_figures_and_ans
     assert len([s for s in page.images if "_images/" in s]) == len(
         [s for s in pages[english].images if "_images/" in s]
     )
-    toggles = [d for d in page.details if build_site.SHOW_ANSWER in d["summary"]]
+    toggles = [d for d in page.details if build_site.SHOW_ANSWER_KO in d["summary"]]
     assert len(toggles) == len(_answers(lesson)) and all("open" not in d["attrs"] for d in toggles)
+    assert build_site.SHOW_ANSWER not in "".join(page.outside + page.inside)
     assert page.answer_inputs == [True] * len(toggles)
     downloads = [u for tag, _, _, u in page.refs if tag == "a" and u.endswith(f"{lesson}.ipynb")]
     assert len(downloads) == 1, downloads

@@ -45,6 +45,7 @@ import nbformat  # noqa: E402
 
 BEGIN, END = "### BEGIN SOLUTION", "### END SOLUTION"
 SHOW_ANSWER, HIDE_ANSWER = "Show the answer", "Hide the answer"
+SHOW_ANSWER_KO, HIDE_ANSWER_KO = "답 보기", "답 숨기기"  # the Korean pages' toggle
 ANSWER_TAG = "course-answer"  # the answer cell's tag on the site (tests find it by this)
 # Pages besides the lessons, in the order of the site's menu (docs/index.md is the home page).
 GUIDES = [
@@ -128,7 +129,7 @@ def strip_markers(source: str) -> str:
     return "\n".join(line for line in source.split("\n") if line.strip() not in (BEGIN, END))
 
 
-def lesson_page(solution, learner, links: str):
+def lesson_page(solution, learner, links: str, toggle=(SHOW_ANSWER, HIDE_ANSWER)):
     """The solution notebook as the site shows it: `links` (markdown) under the title, and
     every exercise cell twice: as the learner notebook has it (the stub, visible), then the
     answer with its outputs, the code folded behind a "Show the answer" toggle."""
@@ -144,8 +145,8 @@ def lesson_page(solution, learner, links: str):
             cell.source = strip_markers(cell.source)
             cell.metadata.setdefault("tags", []).extend(["hide-input", ANSWER_TAG])
             cell.metadata["mystnb"] = {
-                "code_prompt_show": SHOW_ANSWER,
-                "code_prompt_hide": HIDE_ANSWER,
+                "code_prompt_show": toggle[0],
+                "code_prompt_hide": toggle[1],
             }
         cells.append(cell)
     title = next((i for i, c in enumerate(cells) if c.cell_type == "markdown"), -1)
@@ -285,6 +286,20 @@ html_title = "어텐션, 한 걸음씩"
 """
 
 
+KO_REDIRECT = """\
+<!DOCTYPE html>
+<html lang="ko">
+<head>
+<meta charset="utf-8">
+<title>어텐션, 한 걸음씩</title>
+<meta http-equiv="refresh" content="0; url=README.ko.html">
+<link rel="canonical" href="README.ko.html">
+</head>
+<body><p><a href="README.ko.html">어텐션, 한 걸음씩: 한국어판</a></p></body>
+</html>
+"""
+
+
 def _html_link(match, prefix: str) -> str:
     """A markdown link as an <a> to the other edition's page (prefix: the way there)."""
     text, target, fragment = match.group(1), match.group(2), match.group(3) or ""
@@ -322,7 +337,8 @@ def stage_ko(root: Path, staging: Path, theme: dict) -> list[str]:
         (staging / "notebooks" / path.name).write_text(
             nbformat.writes(learner) + "\n", encoding="utf-8"
         )
-        page = lesson_page(solution, learner, ko_page_links(path.stem))
+        toggle = (SHOW_ANSWER_KO, HIDE_ANSWER_KO)
+        page = lesson_page(solution, learner, ko_page_links(path.stem), toggle)
         (staging / "solutions" / path.name).write_text(nbformat.writes(page), encoding="utf-8")
         stems.append(path.stem)
     for page in [staging / "README.ko.md", *sorted((staging / "docs" / KO).glob("*.md"))]:
@@ -369,6 +385,8 @@ def build(
             if run.poll() is None:  # the other edition's build, when one failed
                 run.kill()
                 run.wait()
+    if len(builds) > 1:  # build/site/ko/ opens on the Korean home page
+        (out / KO / "index.html").write_text(KO_REDIRECT, encoding="utf-8")
     (out / "index.html").write_text(REDIRECT, encoding="utf-8")
     (out / ".nojekyll").write_text("", encoding="utf-8")
     seconds = time.perf_counter() - start
