@@ -11,8 +11,6 @@
 
 import re
 import shutil
-import subprocess
-import sys
 
 import nbformat
 import polib
@@ -191,26 +189,13 @@ def test_korean_notebooks_are_current(source):
     assert authoring.edition_staleness(source) == []
 
 
-def test_nbval_does_not_collect_the_korean_notebooks():
-    run = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pytest",
-            "--collect-only",
-            "-q",
-            "-p",
-            "no:xdist",
-            "notebooks",
-            "solutions",
-        ],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert "01_rnn_limits.ipynb" in run.stdout, run.stdout[-2000:]
-    assert "/ko/" not in run.stdout and "ko/01" not in run.stdout
+def test_nbval_does_not_collect_the_korean_notebooks(request):
+    """What this very run collected (`make test` collects notebooks/ and solutions/ too; the
+    root conftest.py leaves their ko/ folders out)."""
+    paths = {item.path for item in request.session.items}
+    if not any(p.suffix == ".ipynb" for p in paths):
+        pytest.skip("this run collected no notebook: `make test` (or pytest notebooks) does")
+    assert not [p for p in paths if p.suffix == ".ipynb" and p.parent.name == "ko"]
 
 
 # ---------------------------------------- learner's edits, in a sandbox ----------
