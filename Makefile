@@ -16,7 +16,7 @@ TIMINGS_ARGS ?=
 ROOT_ARG := $(if $(filter 0,$(shell id -u 2>/dev/null)),--allow-root)
 
 .DEFAULT_GOAL := help
-.PHONY: help install lab test test-portable test-fast notebooks lint site train bench timings progress mutation clean clean-venv
+.PHONY: help install lab test test-portable test-fast notebooks translations lint site train bench timings progress mutation clean clean-venv
 
 help: ## List every target with one line each
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  make %-13s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -24,7 +24,7 @@ help: ## List every target with one line each
 	@echo "             without an NVIDIA GPU, see make torch-index),"
 	@echo "             PYTHON=python3.12 (install), JOBS=2 (test, test-portable),"
 	@echo "             LAB_ARGS='--no-browser --port=8899' (lab), LESSON=02 (notebooks),"
-	@echo "             MODULES=course/rnn.py (mutation),"
+	@echo "             MODULES=course/rnn.py (mutation), LESSON=01 PRUNE=1 (translations),"
 	@echo "             PROGRESS_ARGS='submissions/ --csv grades.csv' (progress),"
 	@echo "             TRAIN_ARGS='--device cuda --compile' (train), BENCH_ARGS='--device cuda --bf16' (bench),"
 	@echo "             TIMINGS_ARGS='--only site,train' (timings)"
@@ -102,6 +102,12 @@ test-fast: $(STAMP) ## The Python tests in tests/ (no nbval), but not those that
 
 notebooks: $(STAMP) ## Regenerate learner + solution notebooks from solutions/NN_*.py (one lesson: LESSON=02)
 	$(BIN)/python -m course.authoring build $(LESSON)
+
+# Translated editions (course/i18n.py, docs/authoring.md): the units of every lesson that has a
+# catalogue in translations/<lang>/ merged into it; PRUNE=1 also drops the obsolete entries.
+PRUNE ?=
+translations: $(STAMP) ## Update translations/ko/*.po from the English lessons (changed: fuzzy; new: untranslated)
+	$(BIN)/python -m course.translations update $(LESSON)$(if $(PRUNE), --prune)
 
 lint: $(STAMP) ## ruff on the package, tests, lesson sources and notebooks
 	$(BIN)/ruff check course tests solutions notebooks

@@ -54,3 +54,9 @@ def pytest_collection_modifyitems(items):
         return (0, -int(number) if number.isdigit() else 0)
 
     items.sort(key=weight)
+
+
+# The translated notebooks (solutions/ko/, notebooks/ko/) are the English ones with other prose:
+# their code cells equal the English cell for cell (tests/test_translations.py), so nbval's run
+# of the English proves them and `make test` does not run them a second time.
+collect_ignore = ["solutions/ko", "notebooks/ko"]

@@ -17,6 +17,10 @@ of both notebooks. The solution notebook records the values and a hash of its ou
   solutions/NN_name.ipynb   executed, outputs kept (nbval's reference);
   notebooks/NN_name.ipynb   answers replaced by a stub, outputs cleared.
 
+For a lesson with a translation catalogue (translations/ko/NN_name.po), `build` also writes
+solutions/ko/NN_name.ipynb and notebooks/ko/NN_name.ipynb from the same run (course.i18n),
+and `check` covers them.
+
 A learner's edits are never lost: every generated notebook records a fingerprint of
 its cells and the hash of the source it came from. If notebooks/NN_name.ipynb no
 longer matches its fingerprint, somebody edited it:
@@ -40,7 +44,7 @@ import jupytext
 import nbformat
 from nbclient import NotebookClient
 
-from course import colab, links
+from course import colab, i18n, links
 
 ROOT = Path(__file__).resolve().parents[1]
 BEGIN, END = "### BEGIN SOLUTION", "### END SOLUTION"
@@ -179,8 +183,15 @@ _AFTER_FIGURE = '%"\N{RIGHT DOUBLE QUOTATION MARK}'
 _THIS_RUN = re.compile(r"\bthis\s+(?:notebook's\s+)?run\b", re.IGNORECASE)
 
 
-def run_note(source_name: str, says_this_run: bool = False) -> str:
+def run_note(source_name: str, says_this_run: bool = False, language: str = "en") -> str:
     """The line a learner notebook adds under a cell with marked figures."""
+    if language == "ko":  # one line for every cell: "this run" has no one Korean wording
+        stored = f"solutions/ko/{Path(source_name).stem}.ipynb"
+        return (
+            f"*{RUN_MARK}: 강좌에 저장된 실행(`{stored}`)의 수치입니다. 이 셀이 말하는 "
+            "'이 실행'도 그 실행입니다. 여러분이 직접 실행하면 코드 셀이 여러분의 수치를 "
+            "출력합니다.*"
+        )
     stored = f"solutions/{Path(source_name).stem}.ipynb"
     if says_this_run:
         return (
@@ -243,9 +254,10 @@ def mark_run_figures(lesson, values: dict[str, str]):
     fill(lesson, values)  # the same complaint as `fill` about a field without a value
     marked = copy.deepcopy(lesson)
     source_name = marked.metadata.course.source
+    language = marked.metadata.course.get("language", "en")
     for cell in marked.cells:
         if cell.cell_type == "markdown" and FIELD.search(cell.source):
-            note = run_note(source_name, bool(_THIS_RUN.search(cell.source)))
+            note = run_note(source_name, bool(_THIS_RUN.search(cell.source)), language)
             text = mark_figures(cell.source, values).rstrip("\n")
             end = text.find("\n\n", text.rfind(RUN_MARK))
             end = len(text) if end < 0 else end
@@ -253,10 +265,12 @@ def mark_run_figures(lesson, values: dict[str, str]):
     return marked
 
 
-def learner_notebook(lesson, values: dict[str, str] | None = None, root: Path = ROOT):
+def learner_notebook(
+    lesson, values: dict[str, str] | None = None, root: Path = ROOT, notebook: str | None = None
+):
     """Answers stubbed, outputs cleared, prose fields filled with `values` (from the run)
     and marked as the course's run (`mark_run_figures`), and Colab's two additions
-    (`add_colab`), made from `root`'s pyproject.toml."""
+    (`add_colab`, for `notebook`), made from `root`'s pyproject.toml."""
     nb = mark_run_figures(lesson, values or {})
     for i, cell in enumerate(nb.cells):
         if cell.cell_type == "code":
@@ -264,17 +278,18 @@ def learner_notebook(lesson, values: dict[str, str] | None = None, root: Path = 
                 cell.source, where=f"{nb.metadata.course.source}, cell {i}"
             )
             cell.outputs, cell.execution_count = [], None
-    add_colab(nb, root)
+    add_colab(nb, root, notebook)
     nb.metadata.course["fingerprint"] = fingerprint(nb)
     return nb
 
 
-def add_colab(nb, root: Path = ROOT) -> None:
+def add_colab(nb, root: Path = ROOT, notebook: str | None = None) -> None:
     """What a learner notebook needs to open in Google Colab: an "Open in Colab" link under
     the first markdown cell's first line (only where pyproject.toml sets the repository's
     address, course.links), and before the first code cell the cell that installs the
-    course there (course.colab.install_cell; it does nothing outside Colab)."""
-    notebook = f"notebooks/{Path(nb.metadata.course.source).stem}.ipynb"
+    course there (course.colab.install_cell; it does nothing outside Colab). `notebook`: the
+    path Colab opens (default notebooks/NN_name.ipynb; a translation's is in its folder)."""
+    notebook = notebook or f"notebooks/{Path(nb.metadata.course.source).stem}.ipynb"
     url = links.colab_url(notebook, root)
     markdown = next((c for c in nb.cells if c.cell_type == "markdown"), None)
     if url is not None and markdown is not None:
@@ -385,26 +400,34 @@ def build(
                 continue
         learner = learner_notebook(lesson, values, root)
         target = notebooks_dir / f"{source.stem}.ipynb"
-        if not edited_by_hand(target):
-            write(learner, target)
-            say(f"wrote {target.relative_to(root)}")
-        elif built_from(target) == lesson.metadata.course.source_sha256:
-            say(
-                f"! {target.relative_to(root)} has your edits and its lesson has not changed: "
-                "left as it is"
-            )
-        else:
-            kept = back_up(target, notebooks_dir / "backups")
-            write(learner, target)
-            say(
-                f"! {target.relative_to(root)} had your edits and its lesson changed: your "
-                f"version is kept in {kept.relative_to(root)}, the new lesson is in its place"
-            )
+        unchanged = built_from(target) == lesson.metadata.course.source_sha256
+        place_learner(learner, target, unchanged, notebooks_dir / "backups", root, say)
         if solution is not None:
             write(solution, solutions_dir / f"{source.stem}.ipynb")
             say(f"wrote solutions/{source.stem}.ipynb")
+        build_editions(source, root, say)  # the translated editions, from this same run
     if skipped:
         raise AuthoringError("; ".join(skipped))
+
+
+def place_learner(learner, target: Path, unchanged: bool, backups: Path, root: Path, say) -> None:
+    """Write a learner notebook at `target`, keeping a learner's edits there: left in place
+    when the lesson is `unchanged` since, else moved into `backups` first."""
+    if not edited_by_hand(target):
+        write(learner, target)
+        say(f"wrote {target.relative_to(root)}")
+    elif unchanged:
+        say(
+            f"! {target.relative_to(root)} has your edits and its lesson has not changed: "
+            "left as it is"
+        )
+    else:
+        kept = back_up(target, backups)
+        write(learner, target)
+        say(
+            f"! {target.relative_to(root)} had your edits and its lesson changed: your "
+            f"version is kept in {kept.relative_to(root)}, the new lesson is in its place"
+        )
 
 
 def recorded_values(path: Path) -> dict[str, str]:
@@ -464,6 +487,68 @@ def staleness(source: Path, root: Path = ROOT) -> list[str]:
     return problems
 
 
+# ----------------------------------------------------- translated editions ----------
+
+
+def edition_notebooks(source: Path, lang: str, root: Path = ROOT):
+    """(learner, solution) notebooks of `lang` for the lesson (course.i18n), as `build`
+    writes them from the English solution notebook on disk; solution is None without one."""
+    translated = i18n.translate_lesson(read_lesson(source), source, lang, root)
+    english_path = root / "solutions" / f"{source.stem}.ipynb"
+    values = recorded_values(english_path)
+    notebook = f"notebooks/{lang}/{source.stem}.ipynb"
+    learner = learner_notebook(translated, values, root, notebook=notebook)
+    solution = None
+    if english_path.exists():
+        english = nbformat.read(english_path, as_version=4)
+        solution = i18n.solution_edition(english, fill(translated, values))
+        solution.metadata.course["fingerprint"] = fingerprint(solution)
+    return learner, solution
+
+
+def build_editions(source: Path, root: Path = ROOT, say=print) -> None:
+    """Write the lesson's translated notebooks, for each language it has a catalogue for,
+    from the English solution notebook on disk (just written by the same build). A learner's
+    edits are kept as in English; a changed catalogue counts as a changed lesson."""
+    for lang in i18n.editions(source, root):
+        learner, solution = edition_notebooks(source, lang, root)
+        left = [p for p in i18n.problems(source, lang, root) if ": obsolete:" not in p]
+        if left:
+            say(
+                f"! {len(left)} unit(s) of {source.stem} are not translated into {lang} "
+                "(shown in English); `python -m course.translations check` lists them"
+            )
+        target = root / "notebooks" / lang / f"{source.stem}.ipynb"
+        made = (learner.metadata.course.source_sha256, learner.metadata.course.catalogue_sha256)
+        unchanged = i18n.built_from(target) == made
+        place_learner(learner, target, unchanged, root / "notebooks" / "backups" / lang, root, say)
+        if solution is None:
+            say(f"! no solutions/{source.stem}.ipynb: solutions/{lang}/ not written")
+        else:
+            write(solution, root / "solutions" / lang / f"{source.stem}.ipynb")
+            say(f"wrote solutions/{lang}/{source.stem}.ipynb")
+
+
+def edition_staleness(source: Path, root: Path = ROOT) -> list[str]:
+    """What is out of date in the translated notebooks of `source` (empty: all current)."""
+    found = []
+    for lang in i18n.editions(source, root):
+        learner, solution = edition_notebooks(source, lang, root)
+        for nb, folder in ((learner, "notebooks"), (solution, "solutions")):
+            path = root / folder / lang / f"{source.stem}.ipynb"
+            if nb is None:
+                continue
+            if not path.exists():
+                found.append(f"{path.relative_to(root).as_posix()} is missing")
+            elif path.read_text(encoding="utf-8") != nbformat.writes(nb) + "\n":
+                catalogue = i18n.catalogue_path(source, lang, root).name
+                found.append(
+                    f"{path.relative_to(root).as_posix()} differs from what {source.name}, its "
+                    f"solution notebook and {catalogue} generate (run `make notebooks`)"
+                )
+    return found
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m course.authoring",
@@ -480,7 +565,8 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "build":
             build(only=args.lessons or None, execute=not args.no_execute)
             return 0
-        problems = [p for s in lesson_sources(ROOT / "solutions") for p in staleness(s)]
+        sources = lesson_sources(ROOT / "solutions")
+        problems = [p for s in sources for p in staleness(s) + edition_staleness(s)]
     except AuthoringError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2

@@ -39,7 +39,20 @@ FLOORS = {
     # the task registry: load_task over every source
     "registry": ("data",),
     # training, benchmarks, the command lines, the checkers and the tools around them
-    "top": ("train", "translate", "generate", "bench", "progress", "authoring", "check"),
+    # (i18n: the translated editions' units and catalogues, below authoring, which builds
+    # their notebooks; glossary: the Korean lint; translations: the translators' command)
+    "top": (
+        "train",
+        "translate",
+        "generate",
+        "bench",
+        "progress",
+        "i18n",
+        "glossary",
+        "authoring",
+        "translations",
+        "check",
+    ),
 }
 FLOOR_OF = {name: i for i, names in enumerate(FLOORS.values()) for name in names}
 

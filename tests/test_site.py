@@ -186,7 +186,9 @@ def test_the_site_builds_quietly_from_a_fresh_copy_in_under_two_minutes(site):
     out, seconds, stdout, stderr = site
     assert seconds < BUILD_LIMIT_S, f"the site took {seconds:.0f} s to build"
     assert stderr == "", stderr
-    assert re.fullmatch(r"wrote \S+index\.html: 12 lessons, built in \d+ s\n", stdout), stdout
+    korean = rf"{len(KO_LESSONS)} of them in Korean \(ko/\)"
+    said = rf"wrote \S+index\.html: 12 lessons, {korean}, built in \d+ s\n"
+    assert re.fullmatch(said, stdout), stdout
     assert (out / "index.html").is_file() and (out / "docs" / "index.html").is_file()
 
 
@@ -514,3 +516,57 @@ def test_the_pages_workflow_publishes_what_make_site_builds():
     assert "uses: actions/deploy-pages@v" in workflow
     assert re.search(r"push:\s+branches: \[main\]", workflow)
     assert re.search(r"pages: write\s+id-token: write", workflow)
+
+
+# --- the Korean edition (build/site/ko/, tools/build_site.py's second build) ----------------
+
+KO_LESSONS = sorted(p.stem for p in (ROOT / "solutions" / "ko").glob("[0-9][0-9]_*.ipynb"))
+
+
+def test_the_korean_edition_has_its_home_page_and_lessons_in_korean(site, pages):
+    out = site[0]
+    assert KO_LESSONS, "no solutions/ko/ notebooks"
+    for name in ["ko/index.html", "ko/README.ko.html", "ko/docs/ko/glossary.html"] + [
+        f"ko/solutions/{lesson}.html" for lesson in KO_LESSONS
+    ]:
+        assert name in pages, f"no Korean page {name}"
+        assert '<html lang="ko"' in (out / name).read_text(encoding="utf-8"), name
+    assert '<html lang="en"' in (out / "solutions" / f"{KO_LESSONS[0]}.html").read_text("utf-8")
+    readme = [url for tag, _, _, url in pages["README.html"].refs if tag == "a"]
+    assert "ko/README.ko.html" in readme
+    assert "../README.html" in [url for _, _, _, url in pages["ko/README.ko.html"].refs]
+
+
+@pytest.mark.parametrize("lesson", KO_LESSONS)
+def test_every_korean_lesson_page_switches_language_and_has_math_figures_and_answers(
+    site, pages, lesson
+):
+    out = site[0]
+    name, english = f"ko/solutions/{lesson}.html", f"solutions/{lesson}.html"
+    page = pages[name]
+    assert f"../../{english}" in [u for tag, _, _, u in page.refs if tag == "a"]
+    assert f"../ko/solutions/{lesson}.html" in [u for _, _, _, u in pages[english].refs]
+    assert re.search("[가-힣]", "".join(page.outside))
+    assert page.math == pages[english].math > 0
+    assert len([s for s in page.images if "_images/" in s]) == len(
+        [s for s in pages[english].images if "_images/" in s]
+    )
+    toggles = [d for d in page.details if build_site.SHOW_ANSWER_KO in d["summary"]]
+    assert len(toggles) == len(_answers(lesson)) and all("open" not in d["attrs"] for d in toggles)
+    assert build_site.SHOW_ANSWER not in "".join(page.outside + page.inside)
+    assert page.answer_inputs == [True] * len(toggles)
+    downloads = [u for tag, _, _, u in page.refs if tag == "a" and u.endswith(f"{lesson}.ipynb")]
+    assert len(downloads) == 1, downloads
+    served = (out / "ko" / "solutions" / unquote(downloads[0])).resolve().read_text("utf-8")
+    assert served == (ROOT / "notebooks" / "ko" / f"{lesson}.ipynb").read_text("utf-8")
+
+
+def test_no_korean_page_shows_a_literal_double_asterisk(pages):
+    """`**` in a page's text is emphasis CommonMark did not render (the code shown is the
+    English page's, so a Korean lesson may show as many as its English page, no more)."""
+    for name, page in pages.items():
+        if name.startswith("ko/"):
+            english = pages.get(name.removeprefix("ko/"))
+            allowed = "".join(english.outside + english.inside).count("**") if english else 0
+            shown = "".join(page.outside + page.inside).count("**")
+            assert shown <= allowed, f"{name} shows {shown} literal ** ({allowed} in English)"

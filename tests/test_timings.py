@@ -514,7 +514,9 @@ def test_what_the_pages_say_of_a_full_record():
     ]
     note = " ".join(note.split())
     assert "200 steps idle and 60 busy" in note and "load average 0.4 at most" in note
-    assert note.endswith("an idle machine's step 35% faster and a busy machine's 6.3 times as slow.")
+    assert note.endswith(
+        "an idle machine's step 35% faster and a busy machine's 6.3 times as slow."
+    )
 
 
 def test_what_a_second_thread_does_is_worded_by_its_direction():

@@ -15,6 +15,10 @@ What goes in, from this repository:
   solutions/NN_*.py     each lesson's source: the learner notebook for the download link is
                         generated from it (`learner_notebook`), never read from notebooks/,
                         where a learner's work may be.
+  README.ko.md, docs/ko/*.md, solutions/ko/, notebooks/ko/
+                        the Korean edition (course/i18n.py), built by a second sphinx-build
+                        with language="ko" into <out>/ko/; a lesson with a Korean page links
+                        it from its English one, and back (see `stage_ko`).
 
 It stages those files in a folder laid out like the repository (so a relative link in
 docs/*.md reads the same on GitHub and on the site), writes Sphinx's conf.py there and runs
@@ -42,6 +46,7 @@ import nbformat  # noqa: E402
 
 BEGIN, END = "### BEGIN SOLUTION", "### END SOLUTION"
 SHOW_ANSWER, HIDE_ANSWER = "Show the answer", "Hide the answer"
+SHOW_ANSWER_KO, HIDE_ANSWER_KO = "답 보기", "답 숨기기"  # the Korean pages' toggle
 ANSWER_TAG = "course-answer"  # the answer cell's tag on the site (tests find it by this)
 # Pages besides the lessons, in the order of the site's menu (docs/index.md is the home page).
 GUIDES = [
@@ -49,6 +54,7 @@ GUIDES = [
     ("Results", ["training", "translation", "gpt", "benchmarks"]),
     ("For instructors", ["grading", "authoring", "../tools/READING"]),
 ]
+TITLES = {"../README": "Quick start"}
 
 CONF = """\
 # Written by tools/build_site.py for one build; edit that file, not this one.
@@ -124,7 +130,7 @@ def strip_markers(source: str) -> str:
     return "\n".join(line for line in source.split("\n") if line.strip() not in (BEGIN, END))
 
 
-def lesson_page(solution, learner, links: str):
+def lesson_page(solution, learner, links: str, toggle=(SHOW_ANSWER, HIDE_ANSWER)):
     """The solution notebook as the site shows it: `links` (markdown) under the title, and
     every exercise cell twice: as the learner notebook has it (the stub, visible), then the
     answer with its outputs, the code folded behind a "Show the answer" toggle."""
@@ -140,8 +146,8 @@ def lesson_page(solution, learner, links: str):
             cell.source = strip_markers(cell.source)
             cell.metadata.setdefault("tags", []).extend(["hide-input", ANSWER_TAG])
             cell.metadata["mystnb"] = {
-                "code_prompt_show": SHOW_ANSWER,
-                "code_prompt_hide": HIDE_ANSWER,
+                "code_prompt_show": toggle[0],
+                "code_prompt_hide": toggle[1],
             }
         cells.append(cell)
     title = next((i for i, c in enumerate(cells) if c.cell_type == "markdown"), -1)
@@ -182,6 +188,8 @@ def page_links(root: Path, stem: str, repository: str | None) -> str:
         url = links.colab_url(f"notebooks/{stem}.ipynb", root=root)
     if url:
         parts.append(f"[Open in Colab]({url})")
+    if (root / "solutions" / KO / f"{stem}.ipynb").exists():
+        parts.append(f'<a href="../{KO}/solutions/{stem}.html" hreflang="ko">한국어</a>')
     return " · ".join(parts)
 
 
@@ -218,9 +226,7 @@ def toctrees(stems: list[str]) -> str:
     out.append("```\n")
     for caption, pages in GUIDES:
         out.append(f"\n```{{toctree}}\n:hidden:\n:caption: {caption}\n\n")
-        out += [
-            ("Quick start <../README>\n" if page == "../README" else f"{page}\n") for page in pages
-        ]
+        out += [f"{TITLES[page]} <{page}>\n" if page in TITLES else f"{page}\n" for page in pages]
         out.append("```\n")
     return "".join(out)
 
@@ -232,7 +238,7 @@ def stage(root: Path, staging: Path, repository: str | None = None) -> list[str]
     (staging / "solutions").mkdir(parents=True)
     (staging / "notebooks").mkdir()
     (staging / "tools").mkdir()
-    shutil.copytree(root / "docs", staging / "docs", ignore=shutil.ignore_patterns("_build"))
+    shutil.copytree(root / "docs", staging / "docs", ignore=shutil.ignore_patterns("_build", "ko"))
     shutil.copy2(root / "README.md", staging / "README.md")
     shutil.copy2(root / "NOTICE", staging / "NOTICE")
     shutil.copy2(root / "tools" / "READING.md", staging / "tools" / "READING.md")
@@ -253,6 +259,19 @@ def stage(root: Path, staging: Path, repository: str | None = None) -> list[str]
         page.write_text(learner_links(page.read_text(encoding="utf-8")), encoding="utf-8")
     index = staging / "docs" / "index.md"
     index.write_text(index.read_text(encoding="utf-8") + toctrees(stems), encoding="utf-8")
+    for page in [staging / "README.md", *sorted((staging / "docs").glob("*.md"))]:
+        text = page.read_text(encoding="utf-8")
+        up = "../" * (len(page.relative_to(staging).parts) - 1)
+        text = KO_LINK.sub(lambda m, up=up: _html_link(m, f"{up}{KO}/"), text)
+        page.write_text(text, encoding="utf-8")
+    (staging / "_static").mkdir()
+    (staging / "_static" / "course.css").write_text(CSS, encoding="utf-8")
+    conf = CONF.format(theme_options=_theme(repository))
+    (staging / "conf.py").write_text(conf, encoding="utf-8")
+    return stems
+
+
+def _theme(repository: str | None) -> dict:
     theme = {
         "home_page_in_toc": True,
         "show_toc_level": 2,
@@ -263,9 +282,96 @@ def stage(root: Path, staging: Path, repository: str | None = None) -> list[str]
     }
     if repository:
         theme |= {"repository_url": repository, "use_repository_button": True}
+    return theme
+
+
+# ------------------------------------------------------ the Korean edition ----------
+# Built by a second sphinx-build with language="ko" into <out>/ko/, laid out like the
+# repository from README.ko.md (its home page), docs/ko/*.md and solutions/ko/*.ipynb. A link
+# between the two editions is plain HTML (each build knows only its own pages): the English
+# lesson pages link their Korean page and back, README.md links README.ko.md and back.
+KO = "ko"
+# [text](README.ko.md) or [text](ko/glossary.md#x) in the English pages; in the Korean ones
+# [text](README.md) or [text](docs/authoring.md#x)
+KO_LINK = re.compile(r"\[([^\]]+)\]\((README\.ko\.md|(?:docs/)?ko/[\w.-]+\.md)(#[^)]*)?\)")
+EN_LINK = re.compile(r"\[([^\]]+)\]\((README\.md|docs/[\w.-]+\.md)(#[^)]*)?\)")
+KO_CONF = """
+language = "ko"
+root_doc = "README.ko"
+include_patterns = ["README.ko.md", "docs/ko/*.md", "solutions/*.ipynb"]
+html_title = "어텐션, 한 걸음씩"
+"""
+
+
+KO_REDIRECT = """\
+<!DOCTYPE html>
+<html lang="ko">
+<head>
+<meta charset="utf-8">
+<title>어텐션, 한 걸음씩</title>
+<meta http-equiv="refresh" content="0; url=README.ko.html">
+<link rel="canonical" href="README.ko.html">
+</head>
+<body><p><a href="README.ko.html">어텐션, 한 걸음씩: 한국어판</a></p></body>
+</html>
+"""
+
+
+def _html_link(match, prefix: str) -> str:
+    """A markdown link as an <a> to the other edition's page (prefix: the way there)."""
+    text, target, fragment = match.group(1), match.group(2), match.group(3) or ""
+    target = re.sub(r"^(docs/)?ko/", "docs/ko/", target) if prefix.endswith(f"{KO}/") else target
+    return f'<a href="{prefix}{target[:-3]}.html{fragment}">{text}</a>'
+
+
+def ko_page_links(stem: str) -> str:
+    return (
+        f"{{download}}`학습용 노트북 내려받기 <../notebooks/{stem}.ipynb>` "
+        "(답이 빠진 연습 문제, Jupyter에서 실행합니다) · "
+        f'<a href="../../solutions/{stem}.html" hreflang="en">English</a>'
+    )
+
+
+def stage_ko(root: Path, staging: Path, theme: dict) -> list[str]:
+    """Lay out the Korean edition's sources in `staging`; returns its lessons' names."""
+    from course import authoring
+
+    if staging.exists():
+        shutil.rmtree(staging)
+    (staging / "solutions").mkdir(parents=True)
+    (staging / "notebooks").mkdir()
+    shutil.copytree(root / "docs" / KO, staging / "docs" / KO)
+    shutil.copy2(root / "README.ko.md", staging / "README.ko.md")
+    stems = []
+    for path in sorted((root / "solutions" / KO).glob("[0-9][0-9]_*.ipynb")):
+        solution = nbformat.read(path, as_version=4)
+        # generated afresh, never read from notebooks/ko/, where a learner's work may be
+        source = root / "solutions" / f"{path.stem}.py"
+        learner = authoring.edition_notebooks(source, KO, root)[0]
+        (staging / "notebooks" / path.name).write_text(
+            nbformat.writes(learner) + "\n", encoding="utf-8"
+        )
+        toggle = (SHOW_ANSWER_KO, HIDE_ANSWER_KO)
+        page = lesson_page(solution, learner, ko_page_links(path.stem), toggle)
+        (staging / "solutions" / path.name).write_text(nbformat.writes(page), encoding="utf-8")
+        stems.append(path.stem)
+    for page in [staging / "README.ko.md", *sorted((staging / "docs" / KO).glob("*.md"))]:
+        up = "../" * (len(page.relative_to(staging).parts) - 1)
+        text = EN_LINK.sub(
+            lambda m, up=up: _html_link(m, f"../{up}"), page.read_text(encoding="utf-8")
+        )
+        if page.name == "glossary.md":  # no English twin: the switch leads to the English home
+            text += '\n\n<a href="../../../docs/index.html" hreflang="en">English</a>\n'
+        page.write_text(text, encoding="utf-8")
+    menu = ["\n\n```{toctree}\n:hidden:\n:caption: 레슨\n\n"]
+    menu += [f"solutions/{stem}\n" for stem in stems] + ["```\n"]
+    menu += ["\n```{toctree}\n:hidden:\n:caption: 안내\n\n용어집 <docs/ko/glossary>\n```\n"]
+    readme = staging / "README.ko.md"
+    readme.write_text(readme.read_text(encoding="utf-8") + "".join(menu), encoding="utf-8")
     (staging / "_static").mkdir()
     (staging / "_static" / "course.css").write_text(CSS, encoding="utf-8")
-    (staging / "conf.py").write_text(CONF.format(theme_options=theme), encoding="utf-8")
+    conf = CONF.format(theme_options=theme) + KO_CONF
+    (staging / "conf.py").write_text(conf, encoding="utf-8")
     return stems
 
 
@@ -279,9 +385,38 @@ def build(
     stems = stage(root, staging, repository)
     if out.exists():
         shutil.rmtree(out)
+    builds = [(staging, out)]
+    ko_stems = []
+    if (root / "README.ko.md").exists():
+        ko_staging = out.parent / f"{out.name}-src-{KO}"
+        ko_stems = stage_ko(root, ko_staging, _theme(repository))
+        builds.append((ko_staging, out / KO))
+    # the two editions build side by side (each sphinx-build is one process)
+    runs = [(_sphinx_start(src), src, dest) for src, dest in builds]
+    try:
+        for run, src, dest in runs:
+            _sphinx_finish(run, src, dest)
+    finally:
+        for run, _, _ in runs:
+            if run.poll() is None:  # the other edition's build, when one failed
+                run.kill()
+                run.wait()
+    if len(builds) > 1:  # build/site/ko/ opens on the Korean home page
+        (out / KO / "index.html").write_text(KO_REDIRECT, encoding="utf-8")
+    (out / "index.html").write_text(REDIRECT, encoding="utf-8")
+    (out / ".nojekyll").write_text("", encoding="utf-8")
+    seconds = time.perf_counter() - start
+    say(
+        f"wrote {_shown(out, root)}/index.html: {len(stems)} lessons, "
+        f"{len(ko_stems)} of them in Korean ({KO}/), built in {seconds:.0f} s"
+    )
+    return out
+
+
+def _sphinx_start(staging: Path) -> subprocess.Popen:
+    """sphinx-build `staging` into staging/_build/html, started (`_sphinx_finish` waits)."""
     # Sphinx writes into the staging folder (myst-nb keeps its copies of the figures beside
     # the output, in ../jupyter_execute); the finished pages then move to `out`.
-    html = staging / "_build" / "html"
     command = [
         sys.executable,
         "-m",
@@ -295,25 +430,23 @@ def build(
         "-d",
         str(staging / "_build" / "doctrees"),
         str(staging),
-        str(html),
+        str(staging / "_build" / "html"),
     ]
-    run = subprocess.run(command, capture_output=True, text=True)
+    return subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def _sphinx_finish(run: subprocess.Popen, staging: Path, out: Path) -> None:
+    """Wait for the build of `staging`, then move its pages to `out`."""
+    stdout, stderr = run.communicate()
     if run.returncode != 0:
-        raise SiteError(
-            f"sphinx-build failed (exit {run.returncode}):\n{run.stdout}{run.stderr}".rstrip()
-        )
-    shutil.move(html, out)
-    (out / "index.html").write_text(REDIRECT, encoding="utf-8")
-    (out / ".nojekyll").write_text("", encoding="utf-8")
+        raise SiteError(f"sphinx-build failed (exit {run.returncode}):\n{stdout}{stderr}".rstrip())
+    shutil.move(staging / "_build" / "html", out)
     # Leftovers that are no page: Sphinx's build record, the themes' Jinja macro files that
     # they copy into _static unrendered, and the empty _sources (html_copy_source is off).
     for leftover in [out / ".buildinfo", out / ".buildinfo.bak", *(out / "_static").glob("*.html")]:
         leftover.unlink(missing_ok=True)
     if (out / "_sources").is_dir() and not any((out / "_sources").iterdir()):
         (out / "_sources").rmdir()
-    seconds = time.perf_counter() - start
-    say(f"wrote {_shown(out, root)}/index.html: {len(stems)} lessons, built in {seconds:.0f} s")
-    return out
 
 
 def _shown(path: Path, root: Path) -> str:

@@ -552,7 +552,9 @@ def measure_threads(timeout, runs=THREAD_RUNS) -> dict:
             raise _failed(f"make train on {threads} thread(s), {condition}", timed)
         metrics = last_json(timed.lines)
         if metrics.get("threads") != threads:
-            raise MeasurementFailed(f"asked for {threads} threads, the run used {metrics.get('threads')}")
+            raise MeasurementFailed(
+                f"asked for {threads} threads, the run used {metrics.get('threads')}"
+            )
         measured.append({
             "condition": condition,
             "threads": threads,
