@@ -319,7 +319,7 @@ with torch.no_grad(), use_threads(1):                   # one thread, then the c
 softmax_ms = {h: s * 1e3 for h, s in zip(heads_timed, seconds["softmax over the maps"])}
 forward_ms = {h: s * 1e3 for h, s in zip(heads_timed, seconds["whole forward pass"])}
 for n_heads in heads_timed:
-    print(f"h={n_heads:>2}: softmax {softmax_ms[n_heads]:6.3f} ms, "
+    print(f"h={n_heads:>2}: softmax {softmax_ms[n_heads]:6.4f} ms, "
           f"whole forward {forward_ms[n_heads]:6.2f} ms")
 print("the whole forward pass at h = 32 no faster than at h = 1 (within 5%):",
       forward_ms[32] > 0.95 * forward_ms[1])
@@ -337,9 +337,9 @@ plt.show()
 
 # %% [markdown]
 # The softmax's time climbs with $h$, like the bytes: $h$ times the maps, $h$ times the
-# exponentials. Here it took {{ softmax_ms[1]:.3f }} ms at $h = 1$ and
-# {{ softmax_ms[32]:.3f }} ms at $h = 32$, {{ softmax_ms[32] / softmax_ms[1]:.0f }} times as
-# long for 32 times the maps. The whole forward pass, whose multiply-adds are the same for
+# exponentials. Here it took {{ softmax_ms[1]:.4f }} ms at $h = 1$ and
+# {{ softmax_ms[32]:.4f }} ms at $h = 32$, about {{ softmax_ms[32] / softmax_ms[1]:.0f }} times
+# as long for 32 times the maps. The whole forward pass, whose multiply-adds are the same for
 # every $h$, is no faster with 32 heads than with one (the check above): {{ forward_ms[1]:.2f }}
 # ms at $h = 1$, {{ forward_ms[32]:.2f }} ms at $h = 32$; in between it need not climb in a
 # straight line (the table above has every $h$). Where it rises with $h$, there are likely reasons: the
@@ -358,8 +358,9 @@ plt.show()
 # multiplication. But parallel is not less: $h$ products of width $d_k = d_{model}/h$ are
 # $h \cdot T^2 d_k = T^2 d_{model}$ multiply-adds, exactly one full-width head's. The
 # counts above show the same total for every $h$, and the clock shows no speed-up. What
-# the heads buy is not speed: it is $h$ separate weightings of the values for the price of
-# one.
+# the heads buy is not speed: it is $h$ separate weightings of the values for the
+# multiply-adds and parameters of one (the maps and their softmax, as measured above, do
+# grow with $h$).
 
 # %% [markdown]
 # **"$d_k$ has to be $d_{model} / h$."** Nothing in the formulas requires it. $W_Q^i$ and
@@ -531,7 +532,8 @@ for name, mask in [("no mask", None), ("causal mask", causal)]:
 # and **the first letter** $x_0$.
 #
 # The model is as small as it gets: a letter embedding plus a learned vector per position
-# (attention alone cannot tell positions apart, lesson 05 shows why), one multi-head
+# (attention compares contents, so without positions a query cannot pick out *which* of the
+# keys it sees is the first or the previous one; lesson 05 shows why), one multi-head
 # self-attention layer with a causal mask (position $t$ sees positions $0 \dots t$ only),
 # and a linear read-out of both answers. Nothing else: whatever the model knows about other
 # positions must come through the attention.
@@ -604,13 +606,11 @@ for n_heads, model in models.items():
 # head (a check follows below).
 #
 # These models are tiny, and they ran on one CPU thread: `import course` set it
-# (`course.utils.course_threads`). Splitting such small matrix products between threads
-# saves a little at best, on an idle machine; on a machine that other programs share,
-# PyTorch's threads spin while they wait for each other, so two threads can run many times
-# slower than one. The training page
-# (`docs/training.md`, "Threads: one, unless you ask for more") measured it on a 2-core machine: a `make train`
-# step took 0.115 s on one thread and 0.720 s on two when the machine was busy, while on an
-# idle machine two threads saved a third of it (0.079 s against 0.052 s). One training step
+# (`course.utils.course_threads`). Such small matrix products leave a second thread little
+# work to share; and on a machine that other programs share,
+# PyTorch's threads spin while they wait for each other, so two threads can run far slower
+# than one. The training page (`docs/training.md`, "Threads: one, unless you ask for more")
+# says why the course uses one thread and how to ask for more. One training step
 # of the two-head model here (forward and backward on 64 sequences, best of 20 calls), on one
 # thread and on two:
 
@@ -636,8 +636,8 @@ for threads in (1, 2):
     print(f"{threads} thread{'s' if threads > 1 else ''}: {step_ms[threads]:.2f} ms a step")
 
 # %% [markdown]
-# In the run stored with this notebook, two threads took {{ step_ms[2] / step_ms[1]:.1f }}
-# times as long as one ({{ step_ms[2]:.2f }} ms against {{ step_ms[1]:.2f }} ms); on your
+# In the run stored with this notebook, a step took {{ step_ms[2]:.2f }} ms on two threads
+# against {{ step_ms[1]:.2f }} ms on one ({{ step_ms[2] / step_ms[1]:.2f }} times as long); on your
 # machine, and with other work beside it, the ratio will differ.
 #
 # Look at where each head attends on one sequence (rows: the position asking; columns: the
@@ -823,6 +823,7 @@ print("h = 8: its best head's weight on x_(t-1), averaged over the runs, below h
 # ## What's next
 #
 # Our model needed a learned vector per position, because attention itself is
-# **order-blind**: shuffle the keys and values together and each query gets the same answer
-# (exactly in the maths; to float32 rounding in the computer). Lesson 05 derives it, checks
-# it numerically, and adds the Transformer's cure, the sinusoidal positional encoding.
+# **order-blind**: shuffle the keys and values a query sees, together, and it gets the same
+# answer (exactly in the maths; to float32 rounding in the computer), with the causal mask
+# too. Lesson 05 derives it, checks it numerically, and adds the Transformer's cure, the
+# sinusoidal positional encoding.

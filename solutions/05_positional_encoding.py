@@ -10,8 +10,8 @@
 # that depends on the word's position: the **positional encoding**.
 #
 # In this lesson you will
-# 1. derive that self-attention without positions is permutation-equivariant, and check it
-#    numerically;
+# 1. derive that self-attention without positions (and without a mask) is
+#    permutation-equivariant, check it numerically, and see what a causal mask changes;
 # 2. meet the paper's sinusoidal encoding, work one entry by hand, and write
 #    `sinusoidal_encoding(max_len, d_model)`;
 # 3. look at it: a heatmap, its waves from wavelength $2\pi$ to almost $10000 \cdot 2\pi$, and
@@ -112,9 +112,39 @@ print("for scale, two different positions' outputs differ by up to",
 # {{ shuffle_gap:.1e }} for the random shuffle in the run stored with this notebook (one
 # float32 step near 1 is $2^{-23} \approx 1.2 \times 10^{-7}$).
 #
-# So a Transformer's layers cannot know where a word stands unless the input tells them. The
-# remedy: add to the embedding of the word at position $pos$ a vector $PE(pos)$ that is
-# different for every position. Then the same word at two places is two different inputs.
+# So self-attention without a mask, and the position-wise layers around it (an encoder's
+# layers), cannot know where a word stands unless the input tells them. A decoder's causal
+# mask (lesson 06: query $t$ sees keys $0 \dots t$ only) breaks the symmetry a little. Query 0
+# sees only itself and query $t$ averages over $t + 1$ keys, so the outputs do change when
+# the words move, and decoders trained with no positional encoding at all pick up position
+# from this (Haviv et al., 2022, "Transformer Language Models without Positional Encodings
+# Still Learn Positional Information"). What the mask does not tell an attention layer whose
+# inputs carry no positions is which of the keys a query sees is which: shuffle those keys
+# and the query's output stays the same. Both, checked on the same ten vectors, with the
+# causal mask:
+
+# %%
+causal = torch.ones(10, 10, dtype=torch.bool).tril()  # (T, T): query t may attend to keys 0..t
+
+
+def causal_attend(x):
+    with torch.no_grad():
+        return mha(x, x, x, mask=causal)[0]          # (1, T, d_model) -> (T, d_model)
+
+
+print("causal mask: out(x shuffled) == out(x) shuffled (within 1e-5):",
+      torch.allclose(causal_attend(x[:, shuffle]), causal_attend(x)[shuffle], atol=1e-5))
+keys_0_to_8_reversed = list(range(8, -1, -1)) + [9]  # positions 8, 7, ..., 0, then 9 in place
+print("causal mask: the last query's output with keys 0..8 in reverse order == as before:",
+      gap(causal_attend(x[:, keys_0_to_8_reversed])[9], causal_attend(x)[9]))
+
+# %% [markdown]
+# So a causal mask gives a model a rough sense of place, which it has to learn to extract
+# over its layers; one such layer on its own cannot pick out "the key just before me" or "the
+# first key". The paper gives the layers positions directly: add to the embedding of the
+# word at position $pos$ a vector $PE(pos)$ that is different for every position. (The
+# causal models of lessons 04 and 06 do the same with a learned vector per position,
+# section 7's kind.) Then the same word at two places is two different inputs.
 
 # %% [markdown]
 # ## 2. The sinusoidal encoding
@@ -267,12 +297,20 @@ print("the same for every p:", all(torch.allclose(curves[p], curves[100], atol=1
                                    for p in curves))
 print("the same for -k as for +k:", torch.allclose(curves[100], curves[100].flip(0), atol=1e-4))
 print(f"at k = 0: {curves[100][100].item():.2f} = d_model / 2")
+on_curve = curves[100][100:]                         # (101,): k = 0 .. 100
+near = max(n for n in range(1, 100) if on_curve[1 : n + 1].min() > on_curve[n + 1 :].max())
+print(f"the largest n for which every offset 1..n scores above every offset n+1..100: {near}")
+print("offset 44 scores above offset 20:", bool(on_curve[44] > on_curve[20]))
 
 # %% [markdown]
-# The dot product is largest at $k = 0$ and smaller away from it (not monotonically: the fast
-# pairs make it ripple), so near positions look more alike than far ones. It cannot tell *before* from
-# *after*, though: $+k$ and $-k$ give the same number. The next section shows that the
-# encoding does hold the direction; a dot product alone just cannot read it.
+# The dot product is largest at $k = 0$, and only the nearest offsets stand out: on this curve
+# ($d_{model} = 64$) every offset up to {{ near }} scores above every offset from {{ near + 1 }}
+# to 100. Beyond that the fast pairs make the curve ripple, and distance no longer orders it:
+# offset 44 scores {{ on_curve[44]:.1f }}, more than offset 20's {{ on_curve[20]:.1f }}. So a
+# position looks most like its close neighbours, but among farther ones the dot product does
+# not say which is nearer. It cannot tell *before* from *after*, either: $+k$ and $-k$ give
+# the same number. The next section shows that the encoding does hold the direction; a dot
+# product alone just cannot read it.
 
 # %% [markdown]
 # ## 5. Moving on by $k$ positions is a rotation
@@ -288,8 +326,12 @@ print(f"at k = 0: {curves[100][100].item():.2f} = d_model / 2")
 # $$
 #
 # The $2 \times 2$ matrix is a rotation by the angle $k\omega$, and $pos$ appears nowhere in
-# it. The paper chose the sinusoids for this reason: it hypothesised that a model could
-# easily learn to attend by *relative* positions, since $PE(pos+k)$ is a linear function of
+# it. (Its minus sign sits below the diagonal, where section 8's rotation has it above,
+# only because the pair is stored sine first: drawn with the cosine on the horizontal axis
+# and the sine on the vertical, the point $(\cos pos\,\omega, \sin pos\,\omega)$ turns
+# anticlockwise by $k\omega$, the same way as section 8's.) The paper chose the sinusoids
+# for this reason: it hypothesised that a model could easily learn to attend by *relative*
+# positions, since $PE(pos+k)$ is a linear function of
 # $PE(pos)$ for any fixed offset $k$. Here is pair 1 of $d_{model} = 8$ ($\omega_1 = 0.1$),
 # moved on by $k = 3$, at every position of a table at once:
 
@@ -320,6 +362,16 @@ ax.set_title("M_3 for d_model = 8: one rotation per pair")
 colorbar = fig.colorbar(image, ax=ax)
 colorbar.set_label("matrix entry")
 plt.show()
+for i, omega_i in enumerate(frequencies(8).tolist()):
+    block = M_3[2 * i : 2 * i + 2, 2 * i : 2 * i + 2]  # (2, 2): pair i's rotation
+    print(f"pair {i}: turns by 3 x {omega_i:g} = {3 * omega_i:g} rad, block "
+          f"[[{block[0, 0]:6.3f}, {block[0, 1]:6.3f}], [{block[1, 0]:6.3f}, {block[1, 1]:6.3f}]]")
+
+# %% [markdown]
+# Pair 0 turns by 3 rad, almost half a turn (half a turn is $\pi \approx 3.14$ rad), so its
+# block is close to $-I$; pair 1 turns by 0.3 rad, a visible tilt; the two slow pairs hardly
+# turn in 3 positions, so their blocks are close to $I$. The same $M_k$, checked on the
+# 64-dimensional table, for four offsets:
 
 # %%
 table = sinusoidal_encoding(400, 64)                 # (400, 64)
@@ -410,8 +462,8 @@ print(f"{'nn.Embedding N(0, 1)':<20} {37000:>6,} {512:>7} {default_length:>9.1f}
 # {{ full_pe / full_token:.1f }} times), and without the scale the tokens would be
 # {{ 100 * paper_token / math.sqrt(512) / paper_pe:.1f }}% of the length of the positions:
 # the scale does not make the two equal, it keeps the tokens from vanishing next to the
-# positions, and training grows the embeddings from there. (With a tied table the same
-# entries also serve the output layer, where small is what a linear layer wants.) A small
+# positions. (With a tied table the same entries also serve the output layer, where small is
+# what a linear layer wants.) A small
 # vocabulary, like lesson 09's target vocabulary of {{ toy_vocab }} tokens (its words and
 # three specials), starts the other way round, tokens ahead of positions. PyTorch's own
 # `nn.Embedding` default, $\mathcal{N}(0, 1)$ entries, would start with tokens
@@ -542,9 +594,12 @@ for p in (5, 50_000):
 # ## 8. Where it leads: rotary position embeddings
 #
 # Adding $PE$ to $x$ mixes position and content in one vector, and a query-key score
-# $(x_m + PE(m))W_Q \cdot (x_n + PE(n))W_K$ then depends on $m$ and $n$ separately, through
-# cross terms between content and position. Rotary position embeddings (RoFormer, Su et al.,
-# 2021) add nothing to $x$. Inside attention, they **rotate** each pair $(2i, 2i+1)$ of every
+# $(x_m + PE(m))W_Q \cdot (x_n + PE(n))W_K$ then depends on $m$ and $n$ separately: through
+# the cross terms between content and position, and, once $W_Q$ and $W_K$ act, through the
+# position-position term $PE(m)\,W_Q W_K^\top PE(n)^\top$ too (without them that term is
+# $PE(m) \cdot PE(n)$, which depends on $m - n$ alone, section 4). Rotary position embeddings
+# (RoFormer, Su et al., 2021) add nothing to $x$. Inside attention, they **rotate** each
+# pair $(2i, 2i+1)$ of every
 # query and key by the angle $pos \cdot \theta_i$, $\theta_i = 10000^{-2i/d}$ (the sinusoidal
 # frequencies again):
 #
@@ -558,8 +613,8 @@ for p in (5, 50_000):
 # A rotation by $\alpha$ followed by the dot product with a vector rotated by $\beta$ is the
 # dot product after rotating by $\alpha - \beta$ alone ($R_\alpha^\top R_\beta = R_{\beta -
 # \alpha}$), so each pair's share of $q'_m \cdot k'_n$ depends on $(m - n)\,\theta_i$: **the
-# score depends only on the offset** $m - n$, never on where the pair sits in the sequence.
-# Rotations also keep lengths, and position 0 is not rotated at all.
+# score depends only on the offset** $m - n$, never on where the two positions $m$ and $n$
+# sit in the sequence. Rotations also keep lengths, and position 0 is not rotated at all.
 # `course.positional.apply_rotary(x, base=10000.0, positions=None)` rotates $x$ $(\dots, T,
 # d)$; `positions` gives each row's position (default $0, \dots, T-1$).
 
@@ -609,9 +664,13 @@ print("rotary keeps every vector's length:",
 print("position 0 unchanged:", torch.equal(rotated[..., 0, :], x[..., 0, :]))
 
 # %% [markdown]
-# In a model, rotary is applied to $q$ and $k$ of every head in every attention layer, after
-# $W_Q$ and $W_K$ (not to $v$, and nothing is added to the embeddings). GPT-NeoX and LLaMA,
-# among other recent language models, use it. The course's encoder-decoder `Transformer`
+# In a model, rotary is applied to $q$ and $k$ of every head in every self-attention layer,
+# after $W_Q$ and $W_K$ (not to $v$, and nothing is added to the embeddings). In
+# cross-attention the queries and keys come from two different sequences, so the offset
+# between a query's position and a key's means nothing: the course's `Transformer` leaves
+# them unrotated. GPT-NeoX and LLaMA, among other recent language models, use rotary
+# positions. The
+# course's encoder-decoder `Transformer`
 # (lessons 08-11) uses the paper's sinusoids by default; it also takes `positions="rotary"`
 # (the SCAN length runs in `docs/training.md` compare the two, and lesson 10's KV cache handles both).
 # Lesson 12's decoder-only language model uses rotary positions throughout, through this

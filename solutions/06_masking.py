@@ -5,13 +5,14 @@
 # out of sight: the **future**, in a decoder that learns to predict the next word, and the
 # **padding** that fills up the short sentences of a batch. A boolean mask hides them, and
 # lesson 03 already taught attention to read one (True = may attend). Here we build the two
-# masks, prove they hide exactly what they should, and combine them.
+# masks, check that they hide exactly what they should, and combine them.
 #
 # In this lesson you will
 # 1. see why a decoder must not look ahead: trained without a mask, a model learns to copy
 #    the answer from the next position, and is useless once it has to generate;
-# 2. write `causal_mask(T)`, and prove with autograd that nothing leaks from the future:
-#    the output at position $t$ has a zero gradient with respect to every later input;
+# 2. write `causal_mask(T)`, check with autograd that nothing leaks from the future (the
+#    output at position $t$ has a zero gradient with respect to every later input), and see
+#    why that holds at every input;
 # 3. batch sentences of different lengths, watch the padding change the outputs of the real
 #    words, write `padding_mask(tokens, pad_id)`, and see the outputs become equal to the
 #    sentence's own again;
@@ -152,14 +153,23 @@ accuracy = {name: (accuracy_teacher_forced(model), accuracy_one_at_a_time(model)
             for name, model in models.items()}
 for name, (forced, generating) in accuracy.items():
     print(f"{name:>11}: teacher-forced {forced:6.1%}   one token at a time {generating:6.1%}")
+with torch.no_grad():
+    models["no mask"](test[:, :-1])                 # one teacher-forced pass: fills .attn
+next_weights = models["no mask"].attention.attn     # (n, h, T-1, T-1)
+t = torch.arange(T_seq - 2)                         # queries 0 .. T-3: each has a key t + 1
+on_next = next_weights[:, :, t, t + 1].mean(dim=(0, 2)).tolist()   # one share per head
+print("    no mask: each head's share of weight on key t + 1:",
+      ", ".join(f"{share:.1%}" for share in on_next))
 
 # %% [markdown]
 # Without the mask the model is right far above chance, on data that cannot be predicted:
 # it learned to attend to position $t + 1$ and copy the token there (its two heads put
 # {{ on_next[0]:.1% }} and {{ on_next[1]:.1% }} of their weight on key $t + 1$, averaged over
-# the test sequences and the queries that have one; printed and checked below). Only the last position
-# has nothing to copy (its target $x_{T-1}$ is not in the input), so the ceiling is
-# $\frac{6}{7} \cdot 100\% + \frac{1}{7} \cdot 12.5\% = 87.5\%$, and the model reaches
+# the test sequences and the queries that have one; printed above, checked below). Only the last position
+# has nothing to copy (its target $x_{T-1}$ is not in the input), so a perfect copier is
+# expected to score $\frac{6}{7} \cdot 100\% + \frac{1}{7} \cdot 12.5\% = 87.5\%$ (an
+# expectation: on a finite test set its guesses at the last position can be right a little
+# more or less often than 1 in 8), and the model reaches
 # {{ open_forced:.1% }}.
 # The moment it has to generate, the token to copy does not exist, and it falls back to
 # chance.
@@ -171,16 +181,9 @@ for name, (forced, generating) in accuracy.items():
 
 # %%
 (masked_forced, masked_generating), (open_forced, open_generating) = accuracy.values()
-with torch.no_grad():
-    models["no mask"](test[:, :-1])                 # one teacher-forced pass: fills .attn
-next_weights = models["no mask"].attention.attn     # (n, h, T-1, T-1)
-t = torch.arange(T_seq - 2)                         # queries 0 .. T-3: each has a key t + 1
-on_next = next_weights[:, :, t, t + 1].mean(dim=(0, 2)).tolist()   # one share per head
-print("no mask: each head's share of weight on key t + 1:",
-      ", ".join(f"{share:.1%}" for share in on_next))
 print("no mask: every head puts over 90% of its weight on key t + 1:",
       all(share > 0.9 for share in on_next))
-print("no mask, teacher-forced: within 1 point of the 87.5% ceiling, on unpredictable data:",
+print("no mask, teacher-forced: within 1 point of a perfect copier's 87.5%, on unpredictable data:",
       abs(open_forced - 0.875) < 0.01)
 print("no mask, one token at a time: no better than chance (below 20%):", open_generating < 0.2)
 print("causal mask: at chance (below 20%) both ways, and the same both ways (within 1 point):",
@@ -230,28 +233,31 @@ draw_mask(ax, causal_mask(T), f"causal_mask({T}): query t sees keys 0..t")
 plt.show()
 
 # %% [markdown]
-# ## 3. No leak from the future, proved by autograd
+# ## 3. No leak from the future, checked with autograd
 #
 # "Position $t$ does not see the future" has a precise meaning: the output at $t$ does not
 # change when any input after $t$ changes. In derivatives, for self-attention
 # $y = \operatorname{MultiHead}(x, x, x)$ over positions $0 \dots T - 1$:
 #
 # $$
-# \frac{\partial y_t}{\partial x_s} = 0 \quad \text{for every } s > t,
-# \qquad \frac{\partial y_t}{\partial x_s} \ne 0 \quad \text{for } s \le t .
+# \frac{\partial y_t}{\partial x_s} = 0 \quad \text{for every } s > t, \text{ at every input } x .
 # $$
 #
-# Autograd computes every one of these derivatives: `torch.autograd.functional.jacobian`
-# returns $\partial y_{t,i} / \partial x_{s,j}$ for every output feature $i$ and input
-# feature $j$. We add up their sizes into one number per pair of positions,
-# $\sum_{i,j} \lvert \partial y_{t,i} / \partial x_{s,j} \rvert$, for a multi-head
-# attention layer with the causal mask and without it (float64, so that a zero is a zero).
+# (And the past does reach it: $\partial y_t / \partial x_s \ne 0$ for $s \le t$, a separate
+# fact, which says the layer uses what it may see.) Autograd computes these derivatives at
+# one input: `torch.autograd.functional.jacobian` returns $\partial y_{t,i} / \partial
+# x_{s,j}$ for every output feature $i$ and input feature $j$. We add up their sizes into one
+# number per pair of positions, $\sum_{i,j} \lvert \partial y_{t,i} / \partial x_{s,j}
+# \rvert$, for a multi-head attention layer with the causal mask and without it, at one
+# random input, in float32 (the precision the course trains in). One input is an
+# illustration, not a proof; the paragraph after the checks says why the zeros hold at
+# every input.
 
 # %%
 seed_everything(0)
 T = 6
-attention = MultiHeadAttention(d_model, n_heads).double()
-x = torch.randn(1, T, d_model, dtype=torch.float64)                  # (B=1, T, d_model)
+attention = MultiHeadAttention(d_model, n_heads)
+x = torch.randn(1, T, d_model)                                       # (B=1, T, d_model)
 
 
 def influence(mask):
@@ -283,9 +289,10 @@ print("with the mask, every gradient from the past and present is non-zero:",
 print("without a mask, the future reaches every output:", bool((without_mask[future] > 0).all()))
 
 # %% [markdown]
-# Exactly zero, not just small: a masked score is replaced by $-\infty$, its weight is
-# $e^{-\infty} = 0$ exactly, and `masked_fill`'s backward pass sends nothing to the score it
-# replaced (lesson 03). The rest of a Transformer (layer norm, the feed-forward network,
+# Exactly zero, not just small, and at every input, in any precision: a masked score is
+# replaced by $-\infty$, its weight is $e^{-\infty} = 0$ exactly, so the later values are
+# multiplied by 0, and `masked_fill`'s backward pass sends nothing to the score it replaced
+# (lesson 03). The rest of a Transformer (layer norm, the feed-forward network,
 # lessons 07-08) works on each position on its own, so a stack of such layers keeps this
 # property: the mask in every self-attention layer is all it takes.
 
@@ -535,16 +542,33 @@ print("nn.MultiheadAttention: output of query 0:", out[0, 0, :3].tolist(), "..."
 # ## 7. Two conventions: True = may attend, True = masked out
 #
 # Our masks say where a query **may** attend. So does `F.scaled_dot_product_attention` (a
-# boolean `attn_mask`). `nn.MultiheadAttention` and `nn.Transformer` read booleans the other
-# way round, and also take float masks that are *added* to the scores:
+# boolean `attn_mask`). `nn.MultiheadAttention` and the `nn.Transformer` modules read
+# booleans the other way round, and also take float masks that are *added* to the scores:
 #
 # | where | argument | True means | float mask |
 # |---|---|---|---|
 # | `course.attention`, `course.multihead` | `mask` | may attend | not accepted |
 # | `F.scaled_dot_product_attention` | `attn_mask` | may attend | added to the scores |
-# | `nn.MultiheadAttention`, `nn.Transformer*` | `attn_mask` $(T_q, T_k)$ or $(B \cdot h, T_q, T_k)$ | **masked out** | added to the scores |
-# | `nn.MultiheadAttention`, `nn.Transformer*` | `key_padding_mask` $(B, T_k)$ | **padding** (masked out) | added to the scores |
+# | `nn.MultiheadAttention` | `attn_mask` $(T_q, T_k)$ or $(B \cdot h, T_q, T_k)$ | **masked out** | added to the scores |
+# | `nn.MultiheadAttention` | `key_padding_mask` $(B, T_k)$ | **padding** (masked out) | added to the scores |
+# | `nn.Transformer`, `nn.TransformerEncoder(Layer)`, `nn.TransformerDecoder(Layer)` | `src_mask`, `tgt_mask`, `memory_mask` (`mask` on `nn.TransformerEncoder`), the same shapes as `attn_mask` | **masked out** | added to the scores |
+# | the same | `src_key_padding_mask`, `tgt_key_padding_mask`, `memory_key_padding_mask` $(B, T_k)$ | **padding** (masked out) | added to the scores |
 #
+# The `nn.Transformer` modules hand each mask to the `nn.MultiheadAttention` inside them
+# (`src_mask` to the encoder's self-attention, `tgt_mask` to the decoder's,
+# `memory_mask` to its cross-attention), so they read the same way; only the names differ,
+# and none of them is `attn_mask`: `nn.Transformer(...)(src, tgt, attn_mask=...)` is a
+# `TypeError`. The names, read from each `forward`'s signature:
+
+# %%
+import inspect
+
+for module in (nn.MultiheadAttention, nn.Transformer, nn.TransformerEncoder,
+               nn.TransformerEncoderLayer, nn.TransformerDecoder, nn.TransformerDecoderLayer):
+    masks = [name for name in inspect.signature(module.forward).parameters if name.endswith("mask")]
+    print(f"{module.__name__ + '.forward':>33}: {', '.join(masks)}")
+
+# %% [markdown]
 # `nn.Transformer.generate_square_subsequent_mask(T)` builds the causal mask as a float mask:
 # $0$ where allowed, $-\infty$ where not.
 
@@ -563,7 +587,7 @@ print("== 0 gives ours:", torch.equal(nn.Transformer.generate_square_subsequent_
 #   $(B, T_k)$;
 # - `from_torch_attn_mask` and `from_torch_key_padding_mask` go back.
 #
-# The proof that they are right: torch's layer and ours, with the same weights (copied by
+# The check that they are right: torch's layer and ours, with the same weights (copied by
 # lesson 04's `load_from_torch`), on the padded batch, must agree, each given the mask in
 # its own convention. And the same comparison with the mask *not* converted.
 

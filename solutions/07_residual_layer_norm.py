@@ -120,8 +120,8 @@ ratio = {name: norms[0] / norms[-1] for name, norms in gradients.items()}
 residual_spread = max(gradients["with residuals"]) / min(gradients["with residuals"])
 print("without residuals, block 1's gradient is under 1/1000 of block 24's:",
       ratio["without"] < 1e-3)
-print("with residuals, every block's gradient is within a factor of 3 of every other's:",
-      residual_spread < 3)
+print(f"with residuals, the largest block gradient over the smallest: {residual_spread:.1f}; "
+      "under 3:", residual_spread < 3)
 
 # %% [markdown]
 # **The residual stream.** Unroll the sum and the layers look different:
@@ -159,7 +159,7 @@ print("with residuals, the standard deviation grows at every one of the 24 block
 # Without residuals the tanh blocks shrink the signal, to {{ stream_std["without"][-1]:.2f }}.
 # With them every block adds a little, and the sum grows with depth: from
 # {{ stream_std["with residuals"][0]:.2f }} at the input to
-# {{ stream_std["with residuals"][-1]:.1f }} after 24 blocks. The next layer would see inputs
+# {{ stream_std["with residuals"][-1]:.2f }} after 24 blocks. The next layer would see inputs
 # of an ever larger scale. That is the job of the *Norm* in Add & Norm.
 
 # %% [markdown]
@@ -178,7 +178,7 @@ print("with residuals, the standard deviation grows at every one of the 24 block
 #
 # - $\sigma^2$ is the **biased** variance, divided by $d_{model}$, not $d_{model} - 1$. We are
 #   not estimating the variance of a population from a sample; we want these
-#   $d_{model}$ numbers to have variance exactly 1 afterwards. (`torch.var` divides by
+#   $d_{model}$ numbers to have variance 1 afterwards (up to $\epsilon$, below). (`torch.var` divides by
 #   $n - 1$ by default: pass `correction=0`.)
 # - $\epsilon$ (1e-5 by default) sits **inside** the square root: a vector whose numbers
 #   are all equal has $\sigma = 0$, and $\sqrt{0 + \epsilon}$ keeps the division finite;
@@ -329,8 +329,8 @@ class LayerNorm(nn.Module):
 ln_ok = check.LayerNorm(LayerNorm)
 
 # %% [markdown]
-# From here on we use your `LayerNorm` if it passed, else the course's
-# (`course.layers.LayerNorm`). It equals `torch.nn.LayerNorm` given the same gain and shift:
+# In the comparisons with torch and the `EncoderLayer` exercise below we use your `LayerNorm`
+# if it passed, else the course's (`course.layers.LayerNorm`). It equals `torch.nn.LayerNorm` given the same gain and shift:
 
 # %%
 from course import layers as reference
@@ -467,8 +467,8 @@ for name, feed_forwards in [("attention only", None), ("+ FFN without its ReLU",
 # %% [markdown]
 # ## 5. The encoder layer: post-LN and pre-LN
 #
-# An encoder layer is the two sublayers, each wrapped in Add & Norm. The paper (§5.4) adds
-# dropout in one more place: "We apply dropout to the output of each sub-layer, before it is
+# An encoder layer is the two sublayers, each wrapped in Add & Norm. The paper (§5.4) puts
+# dropout on each sublayer's output: "We apply dropout to the output of each sub-layer, before it is
 # added to the sub-layer input and normalized", with $P_{drop} = 0.1$. Written out, this is
 # **post-LN**, the norm after the addition:
 #
@@ -582,8 +582,10 @@ for norm_first in (False, True):
 
 # %% [markdown]
 # Equal, to float32 rounding, values and gradients: everything inside
-# `nn.TransformerEncoderLayer` is what you just built. (The course's tests compare the
-# gradients of every parameter too, and torch's fast path.)
+# `nn.TransformerEncoderLayer` is what you just built. (The course's tests,
+# `tests/test_layers.py`, also compare the gradients of six of the layer's twelve parameter
+# tensors, one of each projection, linear layer and norm, in float32 and float64, and
+# torch's fast path in eval mode.)
 #
 # ### The residual stream, counted
 #
@@ -755,7 +757,8 @@ print("pre-LN with warm-up learns on all of seeds 1-4 (final loss under 0.5):",
       all(warmed[True, seed] < 0.5 for seed in other_seeds))
 
 # %% [markdown]
-# Warm-up is a patch for post-LN's start; pre-LN removes the need for it. Post-LN is not
+# Warm-up is a patch for post-LN's start; pre-LN did without it here (on seed 0) and in
+# Xiong et al.'s experiments. Post-LN is not
 # simply worse, though: Liu, Liu, Gao, Chen and Han ("Understanding the Difficulty of
 # Training Transformers", EMNLP 2020) report that when post-LN does train, it often ends
 # better than pre-LN. The course's `EncoderLayer` offers both, with the paper's post-LN as

@@ -14,8 +14,9 @@
 # 2. draw the data flow of the whole model with the shape of every tensor;
 # 3. write `DecoderLayer` (post-LN and pre-LN) and check that it computes what
 #    `torch.nn.TransformerDecoderLayer` computes, given the same weights;
-# 4. train with *teacher forcing*: the target shifted right, one forward pass for every
-#    position at once, and check that it equals decoding one step at a time;
+# 4. see how *teacher forcing* lets one forward pass serve every position at once (the
+#    target shifted right), and check that it equals decoding one step at a time (lesson 09
+#    does the training);
 # 5. assemble the full model yourself, `EncoderDecoder`, equal to the course's
 #    `course.transformer.Transformer`;
 # 6. build BERT-, GPT- and T5-style models from the same layers in a few lines each;
@@ -386,7 +387,8 @@ plt.show()
 # Let's check the claim on the full model (section 5 introduces it; here it is just a
 # function from token ids to logits). One pass over `<bos> the cat sat down` gives 5 rows of
 # logits; decoding prefix by prefix, `<bos>`, `<bos> the`, ..., and keeping only the last
-# row each time gives the same 5 rows. So does the loss.
+# row each time gives the same 5 rows. So does the loss. (One source sentence, without
+# padding, so `decode` needs no source mask here; section 5 shows when it does.)
 
 # %%
 from course.transformer import Transformer
@@ -407,8 +409,8 @@ with torch.no_grad():
     loss_one_pass = F.cross_entropy(one_pass.flatten(0, 1), tgt_out.flatten())
     loss_steps = F.cross_entropy(steps.flatten(0, 1), tgt_out.flatten())
 print("one pass equals decoding one prefix at a time:", torch.allclose(one_pass, steps, atol=1e-5))
-print(f"the loss over all {T} positions, one pass: {loss_one_pass:.4f}, prefix by prefix: "
-      f"{loss_steps:.4f}")
+print(f"the loss over all {T} positions, one pass: {loss_one_pass:.3f}, prefix by prefix: "
+      f"{loss_steps:.3f}")
 
 # %% [markdown]
 # Identical, for $1$ pass instead of $T$. At *inference* time there is no true target to
@@ -570,15 +572,21 @@ assembly_ok = check.EncoderDecoder(EncoderDecoder)
 # ### The course's model: `course.transformer.Transformer`
 #
 # `Transformer(src_vocab, tgt_vocab, d_model=512, n_heads=8, n_layers=6, d_ff=2048,
-# dropout=0.1, norm_first=False, max_len=5000, pad_id=0, tie_embeddings=False)` is the same
-# model, with a few conveniences:
+# dropout=0.1, norm_first=False, max_len=5000, pad_id=0, tie_embeddings=False,
+# positions="sinusoidal", *, fused=False)` is the same model (`positions="rotary"` is lesson
+# 05's section 8, `fused=True` lesson 10's fused kernel), with a few conveniences:
 #
 # - `src_embed`, `tgt_embed` are lesson 05's `TokenEmbedding` (the table in `.embedding`,
 #   multiplied by $\sqrt{d_{model}}$ inside), and `pos` its `PositionalEncoding` (adds the
 #   table, then drops), shared by both sides;
-# - `encode(src, src_mask=None)` and `decode(tgt, memory, src_mask=None, tgt_mask=None)`
-#   build the masks from `pad_id` when none are given, and check their inputs (token ids in
-#   the vocabulary, no longer than `max_len`);
+# - `forward(src, tgt, src_mask=None, tgt_mask=None)`, `encode(src, src_mask=None)` and
+#   `decode(tgt, memory, src_mask=None, tgt_mask=None)` check their inputs (token ids in the
+#   vocabulary, no longer than `max_len`) and build from `pad_id` the masks they can:
+#   `forward` both, `encode` the source's padding mask, `decode` the decoder mask. `decode`
+#   is given no source tokens, so it cannot build the source mask: with `src_mask=None` its
+#   cross-attention sees every memory position, the source's pads included. **A padded batch
+#   must pass `decode` the source mask, `padding_mask(src, model.pad_id)`**, the one `encode`
+#   built (checked below);
 # - every matrix starts Xavier-uniform, as `torch.nn.Transformer`'s layers do (the paper
 #   does not say how it initialised; the checker copied its weights into yours, so your
 #   class did not need to);
@@ -586,22 +594,32 @@ assembly_ok = check.EncoderDecoder(EncoderDecoder)
 #   reason to compare with it carefully, and the course's tests do, with its final norms
 #   removed for post-LN.
 #
-# A padded batch of two sentence pairs, through the model of section 4. Its state dict
-# differs from yours in one place, the tables' names (`src_embed.embedding.weight` there,
-# `src_embed.weight` here), so your class, if it passed, can load its weights and must give
-# the same logits:
+# A padded batch of two sentence pairs, through the model of section 4; then `decode` on
+# the same memory, with the source mask and without it (without it, the second sentence's
+# target positions give some weight to the memory of its two source pads, and its logits
+# change). The model's state dict differs from yours in one place, the tables' names
+# (`src_embed.embedding.weight` there, `src_embed.weight` here), so your class, if it
+# passed, can load its weights and must give the same logits:
 
 # %%
 src = torch.tensor([[ids[w] for w in ["le", "chat", "s'est", "assis", "<eos>"]],
                     [ids[w] for w in ["le", "chat", "<eos>", "<pad>", "<pad>"]]])     # (2, 5)
 tgt_in = torch.tensor([[ids[w] for w in ["<bos>", "the", "cat", "sat", "down"]],
                        [ids[w] for w in ["<bos>", "the", "cat", "<pad>", "<pad>"]]])  # (2, 5)
+src_pads = padding_mask(src, model.pad_id)                     # (B, 1, 1, T_src)
 with torch.no_grad():
     memory = model.encode(src)                                 # (B, T_src, d_model)
     logits = model(src, tgt_in)                                # (B, T_tgt, tgt_vocab)
+    decoded = model.decode(tgt_in, memory, src_pads)           # given the source mask
+    unmasked = model.decode(tgt_in, memory)                    # not given it: sees the pads
 print("memory:", tuple(memory.shape), " logits:", tuple(logits.shape))
-print("the masks it built: source padding", tuple(padding_mask(src, model.pad_id).shape),
+print("the masks it built: source padding", tuple(src_pads.shape),
       " decoder", tuple(decoder_mask(tgt_in, model.pad_id).shape))
+print("decode given the source mask gives forward's logits:",
+      torch.allclose(decoded, logits, atol=1e-6))
+print("decode without it: the first sentence's logits (no source pads) the same:",
+      torch.allclose(unmasked[0], logits[0], atol=1e-6), "| the second's (2 source pads) different:",
+      not torch.allclose(unmasked[1], logits[1], atol=1e-6))
 print(f"{sum(p.numel() for p in model.parameters()):,} parameters")
 
 # %%
@@ -708,9 +726,9 @@ print("encoder-decoder: src", tuple(src.shape), "+ tgt", tuple(tgt_in.shape), "-
 # model has to have *learned* what context matters, so we train a small one (an untrained
 # model mixes in context too, but no meaning).
 #
-# The task is made up and small enough to train in seconds: sentences of 8 tokens, mostly
-# filler words `w0 ... w9`, with one "bank" and one cue word somewhere, from the river group
-# (river, water, fish) or the money group (money, loan, cash). The model (embeddings,
+# The task is made up and small (150 Adam steps on 64 sentences each train it): sentences of
+# 8 tokens, mostly filler words `w0 ... w9`, with one "bank" and one cue word somewhere, from
+# the river group (river, water, fish) or the money group (money, loan, cash). The model (embeddings,
 # positions, 3 encoder layers of $d_{model} = 32$, no dropout) must say, at the position of
 # "bank", which sense it has. Like everything in the course it runs on one CPU thread
 # (`import course` sets it; lesson 04 says why: a second thread saves little on such small
@@ -902,12 +920,16 @@ print("base by the formula:", formula(512, 2048, 6, PAPER_VOCAB) == totals["base
 # counted. What would make each number come out exactly?
 
 # %%
-vocab_needed = {}
+vocab_needed, vocab_rounding = {}, {}
 for name, config in (("base", PAPER_BASE), ("big", PAPER_BIG)):
     without_vocabulary = totals[name] - PAPER_VOCAB * (config["d_model"] + 1)
     vocab_needed[name] = (paper[name] - without_vocabulary) / (config["d_model"] + 1)
+    vocab_rounding[name] = [(paper[name] + half - without_vocabulary) / (config["d_model"] + 1)
+                            for half in (-0.5e6, 0.5e6)]  # counts that round to paper[name]
     print(f"{name}: the layers alone hold {without_vocabulary:,}; {paper[name] / 1e6:.0f}M "
-          f"would need a vocabulary of {vocab_needed[name]:,.0f} tokens")
+          f"would need a vocabulary of {vocab_needed[name]:,.0f} tokens (for any count that "
+          f"rounds to {paper[name] / 1e6:.0f}M: {vocab_rounding[name][0]:,.0f} to "
+          f"{vocab_rounding[name][1]:,.0f})")
 untied = {name: totals[name] + 2 * PAPER_VOCAB * config["d_model"]
           for name, config in (("base", PAPER_BASE), ("big", PAPER_BIG))}
 print(f"untied (three {PAPER_VOCAB} x d_model matrices): base {untied['base']:,}, "
@@ -939,10 +961,14 @@ print("base, where the parameters sit: "
 #   {{ (paper["base"] - totals["base"]) / 1e6:.1f }} and
 #   {{ (totals["big"] - paper["big"]) / 1e6:.1f }} million.
 #
-# So the table agrees with the paper to a few per cent, which is what "about 37000" and
-# numbers rounded to the million allow; we cannot reproduce the paper's exact count from
-# what it publishes. Where the parameters sit is clear either way (the cell above's last
-# line): the feed-forward networks hold
+# So the table agrees with the paper to a few per cent, but rounding does not close the
+# gap: a base count that rounds to 65 million needs a vocabulary of
+# {{ vocab_rounding["base"][0]:,.0f }} to {{ vocab_rounding["base"][1]:,.0f }} tokens, a big
+# count that rounds to 213 million one of {{ vocab_rounding["big"][0]:,.0f }} to
+# {{ vocab_rounding["big"][1]:,.0f }} (printed above), and the two ranges do not meet. The
+# rest needs some difference the paper does not publish, so we cannot reproduce its exact
+# counts. Where the parameters sit is clear either way (the cell above's last line): the
+# feed-forward networks hold
 # {{ where["the feed-forward networks"] / totals["base"]:.0% }} of base, the attentions
 # {{ where["the attentions"] / totals["base"]:.0% }} (a third of them cross-attention), the
 # shared embedding {{ where["the shared embedding"] / totals["base"]:.0% }}.
