@@ -155,6 +155,9 @@ ours = attention_cost(None, T_values, d_k=64, n_heads=heads)  # one row per T
 fused = attention_cost(sdpa, T_values, d_k=64, n_heads=heads)
 ours_growth = [now["seconds"] / before["seconds"] for before, now in zip(ours, ours[1:])]
 fused_growth = [now["seconds"] / before["seconds"] for before, now in zip(fused, fused[1:])]
+largest = max(ours_growth + fused_growth)                   # the largest of the six doublings
+largest_by = "ours" if largest in ours_growth else "fused"
+largest_at = (ours_growth if largest_by == "ours" else fused_growth).index(largest)
 print(f"{'T':>5} {'ours (ms)':>10} {'x previous':>10} {'fused (ms)':>11} {'x previous':>10}")
 for i, (row, fused_row) in enumerate(zip(ours, fused, strict=True)):
     growth = ["", ""] if i == 0 else [f"{ours_growth[i - 1]:.1f}", f"{fused_growth[i - 1]:.1f}"]
@@ -172,11 +175,16 @@ for i, (row, fused_row) in enumerate(zip(ours, fused, strict=True)):
 # matrix that outgrows the processor's caches costs more per entry than one that fits, so
 # a doubling can cost more than 4: ours writes its $(T, T)$ weights to memory and reads
 # them back ({{ ours[-1]["weights_bytes"] / 2**20:.0f }} MiB at $T = {{ T_values[-1] }}$,
-# below), the fused kernel never writes them (section "What a fused kernel saves"). In
-# this run the largest doubling, {{ max(ours_growth + fused_growth):.1f }}, was
-# {{ "ours, the one that writes its weights to memory" if max(ours_growth) >= max(fused_growth) else "the fused kernel's, which writes no weights, so the caches do not explain it" }};
-# another run or machine can order the three reasons differently. That is
-# why the law is shown by the count; the clock agrees with it only roughly on a CPU.
+# below), the fused kernel never writes them (section "What a fused kernel saves"), but it
+# too reads and writes $q, k, v$, the output and their four gradients, 8 arrays of
+# $T \times d_k$ floats: {{ 8 * 512 * 64 * 4 / 2**20:.0f }} MiB at $T = 512$, about the size
+# of one core's L2 cache on many processors. Which reason moved which ratio, one run's
+# timings cannot say: this lesson measures neither the caches nor the other processes. In
+# this run the largest doubling, {{ largest:.1f }}, was
+# {{ "ours" if largest_by == "ours" else "the fused kernel's" }}, from
+# $T = {{ T_values[largest_at] }}$ to {{ T_values[largest_at + 1] }}{{ ", the shortest lengths, where the fixed cost alone would make it less than 4" if largest_at == 0 and largest > 4 else "" }};
+# another run or machine gives other ratios. That is why the law is shown by the
+# count; the clock agrees with it only roughly on a CPU.
 
 # %% [markdown]
 # The timings above come from this machine and move from run to run; the memory does not.
@@ -194,7 +202,7 @@ print("doubling T multiplies the weights' memory by exactly 4:",
 # %% [markdown]
 # At the lengths of long documents the wall is plain. One head, one sequence, one layer,
 # float32, computed, not measured (at $T = 131{,}072$ one head's weights alone would take
-# 64 GiB, more memory than a laptop has):
+# 64 GiB, more memory than most laptops have):
 
 # %%
 T_long = 2 ** np.arange(7, 18)                                   # 128 ... 131072
@@ -453,10 +461,13 @@ print("the gain grows with the length:", gains == sorted(gains))
 # cached step still pays a fixed cost that does not shrink with the work (every layer's
 # projections, concatenations, attention and norms, run for one position, each with
 # Python's and PyTorch's overhead), and recomputing runs its positions as one batched
-# matrix product, which a CPU does faster per position. Here the gain went from
-# {{ gains[0]:.1f }} times at {{ lengths[0] }} tokens to {{ gains[-1]:.1f }} times at
-# {{ lengths[-1] }}: the work saved grows with the output ($T(T+1)/2$ positions against
-# $T$), and in this run the gain grew with it (the check above). Lessons 11 and 12 decode
+# matrix product, which a CPU does faster per position. The work saved grows with the
+# output ($T(T+1)/2$ positions against $T$), so the gain should grow with the length once
+# the saved work outweighs the fixed cost. This run measured {{ gains[0]:.1f }},
+# {{ gains[1]:.1f }} and {{ gains[2]:.1f }} times at {{ lengths[0] }}, {{ lengths[1] }} and
+# {{ lengths[2] }} tokens (one run, each the median of three timings), so
+# {{ "here the gain did grow at each length (the last line above)" if gains == sorted(gains) else "here it did not grow at each length (the last line above, False): timings on a CPU shared with other work move, and three timings of one run cannot show the trend" }}.
+# Lessons 11 and 12 decode
 # with this cache, and so do the servers that run large language models (managing its
 # memory is the subject of the vLLM paper, Kwon et al. 2023, "Efficient Memory Management
 # for Large Language Model Serving with PagedAttention").
@@ -465,7 +476,8 @@ print("the gain grows with the length:", gains == sorted(gains))
 # ## 3. Cheaper attention
 #
 # The cache helps decoding only. To train on, or encode, long sequences, the $T \times T$
-# matrix itself must shrink. Three published ways:
+# matrix itself must shrink. Three published ways, the ones `course.efficient` implements
+# (and, after the first, an older method close to it):
 #
 # **Linformer** (Wang et al. 2020) observed that the trained attention matrices $P$ are
 # close to low rank: a few directions carry most of each. So it projects the keys and
@@ -482,11 +494,13 @@ print("the gain grows with the length:", gains == sorted(gains))
 # length: a shorter sequence uses their first $T$ columns, a longer one has no columns to
 # use (the limit of lesson 05's learned positions, which the sinusoids do not have).
 #
-# **Memory-compressed attention** (Liu et al. 2018) shortened the keys and values along the
-# sequence two years earlier, with a strided convolution instead of learned $E, F$: a fixed
-# kernel slides along the sequence, so nothing ties it to one length, and the scores shrink
-# by the stride. Its task was WikiSum, writing the lead section of a Wikipedia article from
-# the documents it cites, and it let a decoder-only Transformer (lesson 08, section 6) read
+# *An older relative:* **memory-compressed attention** (Liu et al. 2018) shortened the keys
+# and values along the sequence two years earlier, with a strided convolution (learned
+# kernels 3 positions wide, stride 3) instead of $E, F$: the convolution's weights are
+# learned too, but their number does not depend on the length, so nothing ties the model
+# to one length, and the scores shrink by the stride. Its task was WikiSum, writing the
+# lead section of a Wikipedia article from the documents the article cites and the results
+# of a web search for its title, and it let a decoder-only Transformer (lesson 08, section 6) read
 # far longer inputs than an encoder-decoder could. Test perplexity and ROUGE-L (overlap with
 # the real article), $L$ the input tokens read, as Stanford's CS224n quotes the paper:
 #
@@ -499,8 +513,11 @@ print("the gain grows with the length:", gains == sorted(gains))
 # | memory-compressed, mixture of experts (128) | 11,000 | 1.92871 | 37.9 |
 # | memory-compressed, mixture of experts (256) | 7,500 | 1.90325 | 38.8 |
 #
-# Each step down the table reads more of the sources or adds capacity, and the perplexity
-# falls at every step: cheaper attention was worth having because it bought length.
+# The first step down the table changes the architecture at the same length; each later one
+# reads more of the sources, adds capacity, or both (the last trades some length for a
+# larger mixture of experts). The perplexity falls at every step, and the longest inputs,
+# 11,000 tokens, were read with memory-compressed attention: cheaper attention was worth
+# having because it bought length.
 #
 # **Sliding window** (as in Longformer, Beltagy et al. 2020): query $i$ sees keys $j$ with
 # $|i - j| \le w$, $2w + 1$ of them: $O(T w)$. One layer sees $w$ positions each way; $L$
@@ -524,8 +541,8 @@ T_show = 16
 patterns = {
     "full attention": torch.ones(T_show, T_show, dtype=torch.bool),
     "sliding window, w = 2": sliding_window_mask(T_show, 2),
-    "BigBird: 1 global, w = 1, 2 random": bigbird_mask(T_show, 1, 1, 2,
-                                                       torch.Generator().manual_seed(0)),
+    "BigBird: 1 global, w = 1, 2 random": bigbird_mask(
+        T_show, window=1, n_global=1, n_random=2, generator=torch.Generator().manual_seed(0)),
 }
 fig, axes = plt.subplots(1, 3, figsize=(17, 5.5), layout="constrained")
 for ax, (name, pattern) in zip(axes, patterns.items(), strict=True):
@@ -595,8 +612,9 @@ variants = {
     "full": lambda model: model,
     "Linformer, k = 4": lambda model: linformer_encoder(model, k=4),
     "window, w = 2": lambda model: sparse_encoder(model, sliding_window_mask(model.max_len, 2)),
-    "BigBird, 1 + 1 + 2": lambda model: sparse_encoder(
-        model, bigbird_mask(model.max_len, 1, 1, 2, torch.Generator().manual_seed(0))),
+    "BigBird, 1 + 1 + 2": lambda model: sparse_encoder(     # 1 global, w = 1, 2 random
+        model, bigbird_mask(model.max_len, window=1, n_global=1, n_random=2,
+                            generator=torch.Generator().manual_seed(0))),
 }
 criterion = nn.CrossEntropyLoss(label_smoothing=config["label_smoothing"], ignore_index=PAD_ID)
 held_out = task.test[:500]
@@ -611,17 +629,18 @@ def train_variant(make_variant):
     log = train_steps(model, batches, optimizer, criterion, config["steps"],
                       scheduler=scheduler, clip_norm=config["clip_norm"], desc="train",
                       progress_every=30.0, clock=time.process_time)
-    scores = evaluate(model, task, "cpu", 500, pairs=held_out, decode=cached_greedy_decode,
-                      progress=False)
+    scores = evaluate(model, task, device="cpu", batch_size=500, pairs=held_out,
+                      decode=cached_greedy_decode, progress=False)   # the 500, in one batch
     return model, log, scores
 
 
 # %% [markdown]
-# Memory: the scores each head of an encoder layer computes for one sentence, at this
+# Memory: the scores each head of an encoder layer needs for one sentence, at this
 # task's longest source and at $T = 4096$ (counted from the patterns: at the longest source
 # the very pattern each model trains with, drawn for its {{ pattern_len }} positions and cut
-# to $T$; at 4096 one drawn for 4096; float32 weights take 4 bytes each). Our sparse
-# versions compute them all and hide some; a sparse kernel would compute only these.
+# to $T$; at 4096 one drawn for 4096; float32 weights take 4 bytes each). Linformer
+# computes only these; our window and BigBird compute all $T^2$ and hide the rest (a
+# sparse kernel would compute only the ones counted here).
 
 
 # %%
@@ -636,7 +655,8 @@ def scores_per_head(name, T):
     drawn_for = max(T, pattern_len)                               # as the variants draw them
     if name.startswith("window"):
         return int(sliding_window_mask(drawn_for, 2)[:T, :T].sum())
-    bigbird = bigbird_mask(drawn_for, 1, 1, 2, torch.Generator().manual_seed(0))
+    bigbird = bigbird_mask(drawn_for, window=1, n_global=1, n_random=2,
+                           generator=torch.Generator().manual_seed(0))
     return int(bigbird[:T, :T].sum())
 
 
@@ -646,8 +666,8 @@ for name, (short, long) in memory.items():
           f"({4 * long / 2**20:6.2f} MiB)")
 
 # %% [markdown]
-# The training results below come from {{ min(train_seconds.values()):.0f }} to
-# {{ max(train_seconds.values()):.0f }} s of training CPU time each (the progress bars
+# The training results below come from {{ min(train_seconds.values()):.1f }} to
+# {{ max(train_seconds.values()):.1f }} s of training CPU time each (the progress bars
 # count wall-clock time, which is longer when the machine is busy). Training's rounding
 # differs between CPUs, so the course's tests do not compare the table's figures; they do
 # compare the orderings checked after it.
@@ -699,9 +719,11 @@ print("Linformer translates the fewest exactly:",
 # are a small part of the work, and our sparse versions compute all $T^2$ of them before
 # hiding some. Where they differ is the last column: at $T = 4096$ one head of full
 # attention stores {{ 4 * memory["full"][1] / 2**20:.0f }} MiB of weights per sentence and
-# layer, the others between 1/{{ memory["full"][1] / memory["Linformer, k = 4"][1]:.0f }}
+# layer; the others need between 1/{{ memory["full"][1] / memory["Linformer, k = 4"][1]:.0f }}
 # (Linformer) and 1/{{ memory["full"][1] / memory["BigBird, 1 + 1 + 2"][1]:.0f }} (BigBird)
-# of that; theirs grow linearly with $T$, full attention's with $T^2$.
+# of that, and what they need grows linearly with $T$, full attention's with $T^2$.
+# Linformer stores only what it needs; our window and BigBird store all $T^2$ weights, and
+# only a sparse kernel would bring them down to their count.
 #
 # **With more steps.** These are {{ config["steps"] }} steps each, to keep the lesson fast.
 # Change the budget line above to `config.update(steps=600, warmup=200)`, `make train`'s
@@ -727,14 +749,15 @@ print("Linformer translates the fewest exactly:",
 # ## 4. The course, looked back on
 #
 # The first ten lessons built one model, a piece at a time, each piece checked against
-# PyTorch's own; the next two put it to work:
+# PyTorch's own where PyTorch has one (others, such as the sinusoids, greedy decoding and
+# the KV cache, against the course's references); the next two put it to work:
 #
 # | lesson | what you built | what it showed |
 # |---|---|---|
 # | 01 | an RNN, unrolled (`rnn_forward`) | $T$ steps one after the other; gradients that fade with distance; one context vector for a whole sentence |
 # | 02 | dot-product attention | a soft dictionary lookup: every query reads every value, weighted by $q \cdot k$ |
 # | 03 | scaled attention, masks, dropout | why $\sqrt{d_k}$: without it the softmax saturates and the gradients vanish |
-# | 04 | multi-head attention | $h$ heads at the cost of one; equal to `nn.MultiheadAttention` |
+# | 04 | multi-head attention | $h$ heads at the multiply-adds of one (but one $(T, T)$ map each); equal to `nn.MultiheadAttention` |
 # | 05 | sinusoidal (and rotary) positions | attention alone is blind to order |
 # | 06 | causal and padding masks | no peeking at the future, no attending to padding |
 # | 07 | LayerNorm, the encoder layer | residuals and normalisation make depth trainable; post-LN vs pre-LN |
@@ -781,5 +804,5 @@ print("Linformer translates the fewest exactly:",
 # - *Beyond attention.* State-space models and linear-time recurrences (S4, Mamba) return,
 #   in a parallel form, to lesson 01's recurrence.
 # - *This repository.* `make train` trains the full model from the command line;
-#   `course/` holds every reference, tested against `torch.nn`. Change a piece, run its
-#   lesson's checker, and see what breaks.
+#   `course/` holds every reference, tested against `torch.nn` where it has the same
+#   piece. Change a piece, run its lesson's checker, and see what breaks.

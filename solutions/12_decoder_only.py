@@ -185,10 +185,11 @@ print("positions 0-3 unchanged:", torch.allclose(before[:, :4], after[:, :4], at
 # **Perplexity** is that loss brought back from the log scale:
 #
 # $$
-# \text{PPL} = \exp\Big(-\frac{1}{T} \sum_{t=1}^{T} \log p(x_t \mid x_{<t})\Big),
+# \text{PPL} = \exp\Big(-\frac{1}{N} \sum_{i=1}^{N} \log p(x_i \mid x_{<i})\Big),
 # $$
 #
-# with $T$ now every token to predict in the held-out text ({{ n_targets:, }} here). A model
+# where the sum runs over all $N$ tokens to predict in the held-out text, every sentence's
+# together ({{ n_targets:, }} here), each given the tokens before it in its sentence. A model
 # that spreads its probability uniformly over $K$ tokens pays $\log K$ at every step, so
 # its perplexity is exactly $K$. A perplexity of 40 therefore means: on average,
 # the model is as unsure of the next token as if it had to pick among 40 equally likely
@@ -222,11 +223,14 @@ print(f"held-out perplexity, seed {SEED} split, {n_targets:,} tokens:")
 print(f"  uniform over the vocabulary {V:>8,.1f}")
 print(f"  unigram                     {unigram:>8.1f}")
 print(f"  bigram                      {bigram:>8.1f}")
+dont_pieces = data.vocab.pieces("I don't")
+print("\"I don't\" in pieces:", " ".join(dont_pieces))
 
 # %% [markdown]
 # One token of context divides the perplexity by {{ unigram / bigram:.1f }}. What the bigram
-# cannot see is everything further back: "I don't" is the pieces `▁I ▁don ' t`, and to guess what
-# follows, the bigram sees only the `t`.
+# cannot see is everything further back: "I don't" is the pieces
+# `{{ " ".join(dont_pieces) }}` (the last line above), and to guess what follows, the bigram
+# sees only the `{{ dont_pieces[-1] }}`.
 #
 # ## 4. From scores to a choice: temperature, top-k, top-p
 #
@@ -303,7 +307,7 @@ print("probabilities:", p)
 #   with large logits, `exp` alone does not.
 #
 # The checker cannot ask for exact ids (a correct sampler may draw them in many ways), so
-# it draws {{ check.sampling.DRAWS:, }} tokens per case and tests the frequencies against the
+# it draws {{ check.sampling.DRAWS:, }} tokens for every row of every case and tests the frequencies against the
 # right distribution, with tolerances that a correct answer fails with probability below
 # $10^{-9}$ (derived in `course/check/sampling.py`).
 
@@ -342,7 +346,12 @@ check.sample_next(sample_next)
 # `<bos> pieces <eos>` rows, the next-token loss (`course.lm.lm_loss`: the model reads
 # `tokens[:, :-1]` and must predict `tokens[:, 1:]`, padding ignored, no label smoothing),
 # AdamW with a short linear warm-up of the learning rate and then a constant rate (lesson 09
-# used Adam with the paper's warm-up and $1/\sqrt{\text{step}}$ decay), gradients clipped to norm {{ config["clip_norm"]:g }}. The command line runs
+# used Adam with the paper's warm-up and $1/\sqrt{\text{step}}$ decay). AdamW is Adam with
+# **decoupled weight decay** (Loshchilov and Hutter 2019): each step also shrinks every
+# weight by the fraction `lr` × `weight_decay` of itself, apart from the gradient's step. Here, as on the command line, it
+# is torch's default, {{ optimizer.param_groups[0]["weight_decay"] }}, on every parameter (the
+# tied embedding, the biases and the LayerNorm gains included; many GPT recipes exempt the
+# last two). Gradients are clipped to norm {{ config["clip_norm"]:g }}. The command line runs
 # this loop for {{ config["time_budget"] / 60:.0f }} minutes; here it runs for {{ STEPS }} steps,
 # {{ train_seconds:.0f }} s on one CPU thread in the run stored with this notebook.
 
@@ -352,7 +361,8 @@ seed_everything(SEED)
 a_batch = next(lm.lm_batches(data.train, config["batch_size"]))
 DEVICE = mps_checked(DEVICE, model, lm.lm_loss, a_batch)      # MPS: its loss against the CPU's
 model = model.to(DEVICE)
-optimizer = torch.optim.AdamW(model.parameters(), lr=config["lr"], betas=(0.9, 0.98))
+optimizer = torch.optim.AdamW(model.parameters(), lr=config["lr"], betas=(0.9, 0.98),
+                              weight_decay=0.01)                        # torch's default
 warmup = torch.optim.lr_scheduler.LambdaLR(
     optimizer, lambda step: min(1.0, (step + 1) / config["warmup"]))    # linear, then constant
 generator = torch.Generator().manual_seed(SEED)                         # the batches' order
@@ -422,8 +432,8 @@ print(f"below the unigram: {ppl < unigram} | below the bigram: {ppl < bigram}")
 prompts = ["I", "Tom", "Where is", "Can you"]
 settings = {
     "greedy": dict(temperature=0.0),
-    "T = 1": dict(temperature=1.0),
-    "T = 0.7": dict(temperature=0.7),
+    "τ = 1": dict(temperature=1.0),
+    "τ = 0.7": dict(temperature=0.7),
     "top-k 20": dict(temperature=1.0, top_k=20),
     "top-p 0.9": dict(temperature=1.0, top_p=0.9),
 }
@@ -442,9 +452,9 @@ for prompt, by_setting in lines.items():
     print(f"--- {prompt!r}")
     for name, text in by_setting.items():
         print(f"  {name:10} {text}")
-same_as_t1 = {name: sum(lines[p][name] == lines[p]["T = 1"] for p in prompts)
-              for name in ("T = 0.7", "top-k 20", "top-p 0.9")}
-print(f"\nprompts (of {len(prompts)}) on which a sampler writes T = 1's text: {same_as_t1}")
+same_as_t1 = {name: sum(lines[p][name] == lines[p]["τ = 1"] for p in prompts)
+              for name in ("τ = 0.7", "top-k 20", "top-p 0.9")}
+print(f"\nprompts (of {len(prompts)}) on which a sampler writes τ = 1's text: {same_as_t1}")
 
 # %% [markdown]
 # Read the greedy lines first. Greedy takes the single most likely token at every step, so
@@ -452,18 +462,22 @@ print(f"\nprompts (of {len(prompts)}) on which a sampler writes T = 1's text: {s
 # write more varied sentences, many of them not English yet: {{ STEPS }} steps of training
 # are little. The command line's longer-trained model writes better ones (section 9).
 #
-# Where a sampler writes T = 1's very text (the last line counts the prompts on which each
+# Where a sampler writes τ = 1's very text (the last line counts the prompts on which each
 # does), that is the shared seed. Top-k and top-p only cut tokens away, and
-# `torch.multinomial` makes one draw from one random number per token (the token with the
-# largest probability divided by its number wins), so with the same random numbers they pick
-# T = 1's token whenever they keep it: a line changes only from
-# the first step where T = 1 drew a token they cut. T = 0.7 moves probability from every
-# unlikely token to the likely ones, so it can change the token even where T = 1 drew a
+# `torch.multinomial`, asked for one draw, takes one random number $q_i$ per token from the
+# exponential distribution and returns the token with the largest $p_i / q_i$ (the
+# exponential form of the Gumbel-max trick; this is how PyTorch implements that one draw,
+# not a promise of its documentation, and the first two checks below confirm it on the
+# machine that runs them). A token that a cut removes has $p_i = 0$, and a token kept keeps
+# its place in the order of $p_i / q_i$ after the renormalisation, so with the same random numbers they pick
+# τ = 1's token whenever they keep it: a line changes only from
+# the first step where τ = 1 drew a token they cut. τ = 0.7 moves probability from every
+# unlikely token to the likely ones, so it can change the token even where τ = 1 drew a
 # likely one, one that top-p 0.9 keeps (the last line of the counts below, checked after
 # them). The token after "I", drawn 1,000 times with one generator seeded {{ SEED }} for each
 # setting (the counts come from this notebook's trained model, so they can differ from one
-# CPU to another; the first two checks after them hold by construction, the third by a wide
-# margin):
+# CPU to another; the first two checks after them hold wherever PyTorch draws as described
+# above, whatever the model, the third by a wide margin):
 
 # %% tags=["nbval-ignore-output"]
 with torch.no_grad():
@@ -471,24 +485,24 @@ with torch.no_grad():
 logits_1000 = after_i.repeat(1000, 1)                                 # (1000, V): 1,000 draws
 drawn = {name: lm.sample_next(logits_1000, generator=torch.Generator().manual_seed(SEED),
                               **settings[name])                      # (1000,) each
-         for name in ("T = 1", "T = 0.7", "top-k 20", "top-p 0.9")}
+         for name in ("τ = 1", "τ = 0.7", "top-k 20", "top-p 0.9")}
 probs_i = after_i.double().softmax(dim=-1)                # (V,), in float64 as sample_next
 sorted_p, order = probs_i.sort(descending=True)
 nucleus = order[(sorted_p.cumsum(dim=0) - sorted_p) < 0.9]            # what top-p 0.9 keeps
-kept = {"top-k 20": torch.isin(drawn["T = 1"], after_i.topk(20).indices),  # (1000,) each: T = 1's
-        "top-p 0.9": torch.isin(drawn["T = 1"], nucleus)}                  # token kept by the cut?
-for name in ("T = 0.7", "top-k 20", "top-p 0.9"):
-    same = int((drawn[name] == drawn["T = 1"]).sum())
-    print(f"{name:10} draws T = 1's token {same:>4} times of 1000")
-moved = int(((drawn["T = 0.7"] != drawn["T = 1"]) & kept["top-p 0.9"]).sum())
-print(f"T = 0.7 draws another token in {moved} of the {int(kept['top-p 0.9'].sum())} draws "
-      f"where T = 1's token is one top-p 0.9 keeps")
+kept = {"top-k 20": torch.isin(drawn["τ = 1"], after_i.topk(20).indices),  # (1000,) each: τ = 1's
+        "top-p 0.9": torch.isin(drawn["τ = 1"], nucleus)}                  # token kept by the cut?
+for name in ("τ = 0.7", "top-k 20", "top-p 0.9"):
+    same = int((drawn[name] == drawn["τ = 1"]).sum())
+    print(f"{name:10} draws τ = 1's token {same:>4} times of 1000")
+moved = int(((drawn["τ = 0.7"] != drawn["τ = 1"]) & kept["top-p 0.9"]).sum())
+print(f"τ = 0.7 draws another token in {moved} of the {int(kept['top-p 0.9'].sum())} draws "
+      f"where τ = 1's token is one top-p 0.9 keeps")
 
 # %%
 for name, kept_it in kept.items():
-    print(f"{name} draws T = 1's token exactly when it keeps it:",
-          torch.equal(drawn[name] == drawn["T = 1"], kept_it))
-print("T = 0.7 draws another token in some of the draws where T = 1's token is one top-p 0.9 "
+    print(f"{name} draws τ = 1's token exactly when it keeps it:",
+          torch.equal(drawn[name] == drawn["τ = 1"], kept_it))
+print("τ = 0.7 draws another token in some of the draws where τ = 1's token is one top-p 0.9 "
       "keeps:", moved > 0)
 
 # %% [markdown]
@@ -502,7 +516,7 @@ print("T = 0.7 draws another token in some of the draws where T = 1's token is o
 
 # %% tags=["nbval-ignore-output"]
 ids = torch.tensor([[BOS_ID, *data.vocab.encode("I")]])            # (1, T0)
-out = lm.generate(model, ids, 30, temperature=0.0)                 # (1, T0 + n)
+out = lm.generate(model, ids, max_new_tokens=30, temperature=0.0)  # (1, T0 + n)
 with torch.no_grad():
     probs = model(out[:, :-1])[0].softmax(dim=-1)                  # (T0 + n - 1, V): each next token
 best = probs.topk(2, dim=-1)                                       # values, indices: (T0 + n - 1, 2)
@@ -557,7 +571,8 @@ for name, setting in settings.items():
     texts = []
     for start in starts:
         ids = torch.tensor([[BOS_ID, *data.vocab.encode(start)]] * ROWS)     # (ROWS, T0)
-        out = lm.generate(model, ids, 30, generator=generator, **setting)     # (ROWS, T0 + n)
+        out = lm.generate(model, ids, max_new_tokens=30, generator=generator,
+                          **setting)                                # (ROWS, T0 + n)
         texts += [data.vocab.decode(row) for row in out]
     written[name] = texts
 greedy_texts = written["greedy"][::ROWS]                             # one text per prompt
@@ -586,9 +601,9 @@ def span(values):                                                    # "2 to 5",
     return f"{low}" if low == high else f"{low} to {high}"
 
 
-same_sampled = sum(a == b for a, b in zip(written["T = 1"], written["top-p 0.9"]))
+same_sampled = sum(a == b for a, b in zip(written["τ = 1"], written["top-p 0.9"]))
 print("\ngreedy's texts:", " | ".join(greedy_texts))
-print(f"T = 1 and top-p 0.9 write the same text in {same_sampled} of {ROWS * len(starts)}")
+print(f"τ = 1 and top-p 0.9 write the same text in {same_sampled} of {ROWS * len(starts)}")
 
 # %% [markdown]
 # Greedy draws nothing, so its {{ ROWS }} continuations of a prompt are one text: at most
@@ -601,7 +616,7 @@ print(f"T = 1 and top-p 0.9 write the same text in {same_sampled} of {ROWS * len
 # common run {{ span(c["common"] for c in sampled) }} times in {{ ROWS * len(starts) }}, greedy's
 # {{ counts["greedy"]["common"] }}: each draw can leave the most common phrase. The samplers
 # write one piece twice in a row {{ span(c["stutter"] for c in sampled) }} times in
-# {{ ROWS * len(starts) }} each (the table's "stutter" column). (T = 1 and top-p 0.9 write the same text in
+# {{ ROWS * len(starts) }} each (the table's "stutter" column). (τ = 1 and top-p 0.9 write the same text in
 # {{ same_sampled }} of the {{ ROWS * len(starts) }} cases: each setting draws its
 # {{ len(starts) }} prompts' continuations from one generator seeded {{ SEED }}, so the two
 # share their random numbers only until their batches run for different numbers of steps.)
@@ -639,8 +654,12 @@ print("the gain at 60 tokens above the gain at 10:", timings[60]["speedup"] > ti
 # Here it is {{ timings[10]["speedup"]:.1f }} times at 10 tokens,
 # {{ timings[30]["speedup"]:.1f }} at 30 and {{ timings[60]["speedup"]:.1f }} at 60: larger at
 # 60 than at 10 (the check above); on a busy machine neighbouring lengths can come out in
-# either order. Lesson 11's translator decodes with the same cache, and so do the servers
-# that run large language models (lesson 10, section 2).
+# either order. Lesson 11's greedy decoding, and `translate`'s beam search there, keep such a
+# cache too, the encoder-decoder kind of `course.efficient` (the decoder's own keys and
+# values, plus the cross-attention's keys and values of the source, computed once; no
+# rotation, its positions are added to the embeddings); lesson 11's scored beam search
+# recomputes the prefix. The servers that run large language models keep one as well
+# (lesson 10, section 2).
 #
 # ## 8. Back to lesson 11, and the three families
 #
