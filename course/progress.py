@@ -53,6 +53,8 @@ import nbformat
 from nbclient import NotebookClient
 from tqdm import tqdm
 
+from course.sandbox import Limits, SandboxedKernelManager
+from course.sandbox import problem as sandbox_problem
 from course.utils import error_name
 
 NOTEBOOK = re.compile(r"^(\d\d)_.*\.ipynb$")
@@ -182,6 +184,22 @@ def __course_progress_setup(names):
     checkers = {name: EXERCISES[name] for name in names}  # kept before any learner code runs
     shell, out, answers = get_ipython(), sys.stdout, {}
 
+    def watched():  # every function and class the checkers may reach, as loaded now
+        import builtins, torch
+
+        spaces = {n: vars(m) for n, m in list(sys.modules.items()) if n.split(".")[0] == "course"}
+        spaces.update({"torch": vars(torch), "torch.nn.functional": vars(torch.nn.functional),
+                       "torch.Tensor": vars(torch.Tensor), "torch.nn.Module": vars(torch.nn.Module),
+                       "builtins": vars(builtins)})  # fmt: skip
+        return {(n, k): v for n, space in spaces.items() for k, v in list(space.items())
+                if callable(v)}  # fmt: skip
+
+    kept = watched()
+
+    def replaced():
+        now = watched()
+        return sorted(f"{n}.{k}" for (n, k), v in kept.items() if now.get((n, k)) is not v)
+
     def record(*_):
         for name in names:
             if name in shell.user_ns:
@@ -207,6 +225,9 @@ def __course_progress_setup(names):
                 else "not defined in the notebook (was its cell deleted?)"
             )
             result = {"status": "missing", "message": why}
+        elif replaced():
+            result = {"status": "not judged", "message": "the notebook replaced code the "
+                      f"checkers use ({', '.join(replaced()[:3])})"}  # fmt: skip
         else:
             printed = io.StringIO()
             with contextlib.redirect_stdout(printed):
@@ -220,6 +241,9 @@ def __course_progress_setup(names):
             stub = lines[-1:] and lines[-1][0] == "⏳"
             status = "passed" if bool(ok) else "not yet" if stub else "failed"
             result = {"status": status, "message": said}
+            if replaced():  # while being checked
+                result = {"status": "not judged", "message": "the notebook replaced code the "
+                          f"checkers use while being checked ({', '.join(replaced()[:3])})"}  # fmt: skip
         out.write(marker + json.dumps({"name": name, **result}) + "\\n")
         out.flush()
 
@@ -257,15 +281,40 @@ def last_needed(cells, exercises: list[str]) -> int:
     return found[-1] if found else -1
 
 
+def _cap_output(client, limit_mb: int) -> dict:
+    """Keep at most `limit_mb` of the notebook's outputs; past it, stop the kernel. Returns
+    what happened: {"flooded": cell index or None}."""
+    state, seen, limit = {"flooded": None}, [0], limit_mb * 1024 * 1024
+    keep = getattr(client, "output", None)
+    if keep is None:  # a client without nbclient's output hook
+        return state
+
+    def output(outs, msg, display_id, cell_index):
+        seen[0] += len(json.dumps(msg.get("content", {})))
+        if seen[0] <= limit:
+            return keep(outs, msg, display_id, cell_index)
+        if state["flooded"] is None:
+            state["flooded"] = cell_index
+            process = getattr(getattr(client.km, "provisioner", None), "process", None)
+            if process is not None:
+                process.kill()  # the sandbox (or the kernel) and everything in it
+        return None
+
+    client.output = output
+    return state
+
+
 def run_notebook(
     path: Path,
     exercises: list[str],
     timeout: float = 600,
     threads: int = 0,
     all_cells: bool = False,
+    sandbox: Limits | None = None,
 ) -> NotebookRun:
     """Execute a copy of `path` and judge `exercises` in its kernel (see the module's doc):
-    up to the last cell that names an exercise, or every cell with `all_cells`."""
+    up to the last cell that names an exercise, or every cell with `all_cells`. With
+    `sandbox`, the kernel runs in a bwrap sandbox under those limits (course.sandbox)."""
     started = time.monotonic()
     not_judged = {name: Verdict("not judged", "") for name in exercises}
     with tempfile.TemporaryDirectory(prefix="course-progress-") as tmp:
@@ -288,6 +337,10 @@ def run_notebook(
         for cell in nb.cells:  # run every cell: no tag of the learner's may skip one
             cell.metadata.pop("tags", None)
         deadline = started + timeout
+        extra = {}
+        if sandbox is not None:  # its own folder for the sockets: the notebook copy stays out
+            (Path(tmp) / "sandbox").mkdir()
+            extra["km"] = SandboxedKernelManager(Path(tmp) / "sandbox", sandbox)
         client = NotebookClient(
             nb,
             kernel_name="python3",
@@ -296,7 +349,10 @@ def run_notebook(
             timeout=int(timeout),
             record_timing=False,
             resources={"metadata": {"path": tmp}},
+            **extra,
         )
+        output_mb = (sandbox or Limits()).output_mb
+        flood = _cap_output(client, output_mb)
         env = dict(os.environ, PYDEVD_DISABLE_FILE_VALIDATION="1")
         if threads:  # unless the caller chose (OMP_NUM_THREADS=1 make progress)
             env.setdefault("OMP_NUM_THREADS", str(threads))
@@ -324,6 +380,8 @@ def run_notebook(
                     client.timeout = limit = max(1, int(left))
                     current, begun = index, time.monotonic()
                     client.execute_cell(cell, index)
+                    if flood["flooded"] is not None:
+                        raise RuntimeError("output limit")
                     if time.monotonic() - begun >= limit:  # stopped by the deadline
                         error = error or (
                             f"cell {index} (`{_first_line(cell.source)}`) was still running "
@@ -347,6 +405,8 @@ def run_notebook(
                         )
         except Exception as failure:  # a kernel that died or never started: report, go on
             reason = f"{error_name(failure)}: {failure}".strip()
+            if flood["flooded"] is not None:
+                reason = f"printed more than {output_mb} MB of output and was stopped"
             if current > learner_cells:
                 reason = f"checking stopped the kernel ({reason})"
             elif current:
@@ -389,8 +449,10 @@ def grade(
     timeout: float = 600,
     jobs: int = 1,
     all_cells: bool = False,
+    sandbox: Limits | None = None,
 ) -> list[Row]:
-    """Run every learner's notebooks of `lessons` (jobs at a time) and judge each exercise."""
+    """Run every learner's notebooks of `lessons` (jobs at a time) and judge each exercise,
+    each notebook in a sandbox of its own under `sandbox`'s limits (None: no sandbox)."""
     tasks = [
         (learner, lesson, learner.notebooks[lesson])
         for learner in learners
@@ -402,7 +464,7 @@ def grade(
 
     def run(task):
         learner, lesson, path = task
-        result = run_notebook(path, lessons[lesson], timeout, threads, all_cells)
+        result = run_notebook(path, lessons[lesson], timeout, threads, all_cells, sandbox=sandbox)
         bar.set_postfix_str(f"{learner.name}/{path.name}"[-40:], refresh=False)
         bar.update()
         return result
@@ -504,6 +566,36 @@ def write_csv(rows: list[Row], path: Path) -> None:
 
 # ---------------------------------------------------------------- CLI ----------
 
+LIMIT_HELP = {
+    "cpu_seconds": ("CPU time of each process", "SECONDS"),
+    "memory_mb": ("address space of each process", "MB"),
+    "processes": ("processes and threads", "N"),
+    "file_mb": ("the largest file it may write", "MB"),
+    "disk_mb": ("all it writes, home and /tmp included (held in memory)", "MB"),
+    "output_mb": ("the notebook's printed output; past it the kernel is stopped", "MB"),
+}
+
+
+def choose_sandbox(no_sandbox: bool, limits: Limits) -> Limits | None:
+    """The limits to sandbox every notebook under, or None; says so once on stderr when the
+    notebooks will run unsandboxed, and why."""
+    if no_sandbox:
+        print(
+            "note: --no-sandbox: every notebook runs as your user, with your files in reach",
+            file=sys.stderr,
+        )
+        return None
+    missing = sandbox_problem()
+    if missing:
+        print(
+            f"WARNING: grading WITHOUT a sandbox: {missing}. Every notebook runs as your user, "
+            "with your files and the network in reach (pass --no-sandbox to say you mean it).",
+            file=sys.stderr,
+        )
+        return None
+    return limits
+
+
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
@@ -541,12 +633,31 @@ def main(argv: list[str] | None = None) -> int:
         metavar="N",
         help="notebooks run at once (default: 2, or 1 on a 1-core machine)",
     )
+    parser.add_argument(
+        "--no-sandbox",
+        action="store_true",
+        help="run the notebooks as your own user, with your files in reach (default on Linux: "
+        "each in a bubblewrap sandbox; see docs/grading.md)",
+    )
+    for name, default in vars(Limits()).items():
+        what, unit = LIMIT_HELP[name]
+        parser.add_argument(
+            f"--{name.replace('_', '-')}",
+            type=int,
+            default=default,
+            metavar=unit,
+            help=f"sandbox limit per notebook: {what} (default {default})",
+        )
     args = parser.parse_args(argv)
     try:
         if args.timeout <= 0:
             raise UsageError(f"--timeout expects a number of seconds above 0, got {args.timeout:g}")
         if args.jobs < 1:
             raise UsageError(f"--jobs expects 1 or more, got {args.jobs}")
+        for name in vars(Limits()):
+            if getattr(args, name) < 1:
+                option = f"--{name.replace('_', '-')}"
+                raise UsageError(f"{option} expects 1 or more, got {getattr(args, name)}")
         lessons = lesson_exercises()
         if args.lessons:
             wanted = [w.strip().zfill(2) for w in args.lessons.split(",") if w.strip()]
@@ -561,8 +672,12 @@ def main(argv: list[str] | None = None) -> int:
     except UsageError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
+    limits = Limits(**{name: getattr(args, name) for name in vars(Limits())})
+    sandbox = choose_sandbox(args.no_sandbox, limits)
     started = time.monotonic()
-    rows = grade(learners, dict(sorted(lessons.items())), args.timeout, args.jobs, args.all_cells)
+    rows = grade(
+        learners, dict(sorted(lessons.items())), args.timeout, args.jobs, args.all_cells, sandbox
+    )
     report(rows, learners)
     who = f"{len(learners)} learners, " if len(learners) > 1 else ""
     print(f"{summary(rows)} ({who}{time.monotonic() - started:.0f} s)")
