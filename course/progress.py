@@ -192,7 +192,7 @@ def __course_progress_setup(names):
                        "torch.Tensor": vars(torch.Tensor), "torch.nn.Module": vars(torch.nn.Module),
                        "builtins": vars(builtins)})  # fmt: skip
         return {(n, k): v for n, space in spaces.items() for k, v in list(space.items())
-                if callable(v)}  # fmt: skip
+                if callable(v) and k not in ("input", "getpass")}  # the kernel swaps these  # fmt: skip
 
     kept = watched()
 
@@ -360,9 +360,9 @@ def run_notebook(
         error: str | None = None
         error_cell = current = 0
         try:
-            # The kernel's own stderr (start-up chatter) is not the learner's: outputs come
-            # through the notebook protocol.
-            with client.setup_kernel(env=env, stderr=subprocess.DEVNULL):
+            # The kernel's own stdout and stderr (start-up chatter) are not the learner's:
+            # outputs come through the notebook protocol.
+            with client.setup_kernel(env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL):
                 client.execute_cell(nb.cells[0], 0)
                 if _error_of(nb.cells[0]):
                     raise RuntimeError(f"the course package did not load: {_error_of(nb.cells[0])}")

@@ -480,7 +480,7 @@ def test_find_learners_edges(tmp_path):
 def test_grade_runs_each_present_notebook_and_marks_absent_ones_missing(tmp_path, monkeypatch):
     calls = []
 
-    def fake_run(path, exercises, timeout, threads, all_cells):
+    def fake_run(path, exercises, timeout, threads, all_cells, sandbox=None):
         calls.append((path.name, exercises, timeout, threads, all_cells))
         error = "cell 3 (`x`): E" if path.name.startswith("02") else None
         return NotebookRun({name: Verdict("passed", "ok") for name in exercises}, error)
@@ -596,7 +596,7 @@ def fake_grade(monkeypatch):
     """main() with grading replaced: records its arguments, passes every exercise."""
     seen = {}
 
-    def grade(learners, lessons, timeout, jobs, all_cells):
+    def grade(learners, lessons, timeout, jobs, all_cells, sandbox=None):
         seen.update(learners=learners, lessons=lessons, timeout=timeout, jobs=jobs,
                     all_cells=all_cells)  # fmt: skip
         return [Row(x.name, lesson, "", name, Verdict("passed", ""), "", who)
@@ -669,7 +669,8 @@ def test_the_help_says_the_options_and_their_defaults(capsys):
         progress.main(["--help"])
     text = " ".join(capsys.readouterr().out.split())
     assert text.startswith("usage: python -m course.progress [-h] [--csv FILE] [--timeout SECONDS]")
-    assert "[--lessons NN,NN] [--all-cells] [--jobs N] [PATH ...]" in text
+    assert "[--lessons NN,NN] [--all-cells] [--jobs N] [--no-sandbox] [--cpu-seconds SECONDS]" in text
+    assert "[--memory-mb MB] [--processes N] [--file-mb MB] [--disk-mb MB] [--output-mb MB]" in text
     for words in (
         "a learner's folder of notebooks, or a folder of learner folders (default: notebooks)",
         "also write one row per learner x exercise",
@@ -677,6 +678,13 @@ def test_the_help_says_the_options_and_their_defaults(capsys):
         "only these lessons (e.g. 02,03)",
         "run every cell, reporting errors anywhere (default: stop after the last cell",
         "notebooks run at once (default: 2, or 1 on a 1-core machine)",
+        "run the notebooks as your own user, with your files in reach (default on Linux",
+        "sandbox limit per notebook: CPU time of each process (default 1800)",
+        "address space of each process (default 8192)",
+        "processes and threads (default 256)",
+        "the largest file it may write (default 512)",
+        "(held in memory) (default 1024)",
+        "past it the kernel is stopped (default 16)",
         "Where a learner stands",
     ):
         assert words in text, words
@@ -688,7 +696,7 @@ def test_one_job_runs_one_notebook_at_a_time_and_the_bar_names_the_last(tmp_path
 
     running, most, lock = [0], [0], threading.Lock()
 
-    def fake_run(path, exercises, timeout, threads, all_cells):
+    def fake_run(path, exercises, timeout, threads, all_cells, sandbox=None):
         with lock:
             running[0] += 1
             most[0] = max(most[0], running[0])
