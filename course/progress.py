@@ -39,7 +39,6 @@ import csv
 import json
 import os
 import re
-import secrets
 import shutil
 import subprocess
 import sys
@@ -58,6 +57,7 @@ from course.sandbox import problem as sandbox_problem
 from course.utils import error_name
 
 NOTEBOOK = re.compile(r"^(\d\d)_.*\.ipynb$")
+MARKER = re.compile(r"@course\.progress:[0-9a-f]{32}@")
 SYMBOL = {"passed": "✅", "not yet": "⏳", "failed": "❌", "missing": "∅", "not judged": "⚠"}
 CSV_COLUMNS = ["learner", "lesson", "notebook", "exercise", "verdict", "message", "notebook_error"]
 
@@ -175,7 +175,7 @@ class NotebookRun:
 
 SETUP = """\
 def __course_progress_setup(names):
-    import sys
+    import secrets, sys
 
     from IPython import get_ipython
 
@@ -213,7 +213,7 @@ def __course_progress_setup(names):
 
     shell.events.register("post_run_cell", record)
 
-    def judge(marker, name):
+    def judge(name):
         import contextlib, io, json
 
         if record in shell.events.callbacks["post_run_cell"]:
@@ -247,6 +247,11 @@ def __course_progress_setup(names):
         out.write(marker + json.dumps({"name": name, **result}) + "\\n")
         out.flush()
 
+    # The run's marker, made here and said once, before any learner code: the grader reads
+    # it from this cell's output; no later cell's source holds it.
+    marker = "@course.progress:" + secrets.token_hex(16) + "@"
+    out.write(marker + "\\n")
+    out.flush()
     return judge
 
 
@@ -328,10 +333,9 @@ def run_notebook(
             return NotebookRun(not_judged, f"unreadable notebook: {error}")
         learner_cells = len(nb.cells)
         run_cells = learner_cells if all_cells else last_needed(nb.cells, exercises) + 1
-        marker = f"@course.progress:{secrets.token_hex(8)}@"
         nb.cells = [nbformat.v4.new_code_cell(SETUP % json.dumps(exercises))] + nb.cells
         nb.cells += [
-            nbformat.v4.new_code_cell(f"__course_progress_judge({marker!r}, {name!r})")
+            nbformat.v4.new_code_cell(f"__course_progress_judge({name!r})")
             for name in exercises
         ]
         for cell in nb.cells:  # run every cell: no tag of the learner's may skip one
@@ -366,6 +370,9 @@ def run_notebook(
                 client.execute_cell(nb.cells[0], 0)
                 if _error_of(nb.cells[0]):
                     raise RuntimeError(f"the course package did not load: {_error_of(nb.cells[0])}")
+                marker = _stdout(nb.cells[0]).strip()
+                if not MARKER.fullmatch(marker):
+                    raise RuntimeError(f"the setup cell printed no marker: {marker[:60]!r}")
                 for index in range(1, run_cells + 1):
                     cell = nb.cells[index]
                     if cell.cell_type != "code":
@@ -417,9 +424,12 @@ def run_notebook(
     return NotebookRun(verdicts, error, time.monotonic() - started)
 
 
+def _stdout(cell) -> str:
+    return "".join(o.get("text", "") for o in cell.outputs if o.get("output_type") == "stream")
+
+
 def _verdict(cell, marker: str, name: str, timeout: float, begun: float) -> Verdict:
-    text = "".join(o.get("text", "") for o in cell.outputs if o.get("output_type") == "stream")
-    for line in text.splitlines():
+    for line in _stdout(cell).splitlines():
         if line.startswith(marker):
             result = json.loads(line[len(marker) :])
             if result.get("name") == name:

@@ -14,6 +14,7 @@ import contextlib
 import csv
 import io
 import json
+import secrets
 import subprocess
 import types
 from pathlib import Path
@@ -65,10 +66,13 @@ class FakeClient:
             elif line.startswith("#! die"):
                 kind = {"private": _PrivateDeath}.get(line[len("#! die ") :], RuntimeError)
                 raise kind("Kernel died before replying")
+        if cell.source.startswith("def __course_progress_setup("):  # the kernel's marker
+            self.marker = "@course.progress:" + secrets.token_hex(16) + "@"
+            cell.outputs.append({"output_type": "stream", "name": "stdout", "text": self.marker})
         if cell.source.startswith("__course_progress_judge("):
-            marker, name = ast.literal_eval(cell.source[len("__course_progress_judge") :])
+            name = ast.literal_eval(cell.source[len("__course_progress_judge") :])
             for text in self.answers.get(name, []):
-                text = text.replace("MARKER", marker)
+                text = text.replace("MARKER", self.marker)
                 cell.outputs.append({"output_type": "stream", "name": "stdout", "text": text})
 
 
@@ -135,10 +139,8 @@ def test_the_kernel_runs_a_copy_with_the_setup_first_and_a_judge_cell_per_exerci
         '__course_progress_setup(["f", "g"])\ndel __course_progress_setup\n'
     )
     judges = [ast.literal_eval(c.source[len("__course_progress_judge") :]) for c in cells[6:]]
-    assert [name for _, name in judges] == ["f", "g"]
-    marker = judges[0][0]
-    assert judges[1][0] == marker and len(marker) == len("@course.progress:@") + 16
-    assert marker.startswith("@course.progress:") and marker.endswith("@")
+    assert judges == ["f", "g"]
+    assert not any(client.marker in c.source for c in cells)  # only the kernel knows it
     assert all("tags" not in c.metadata for c in cells)  # no learner's tag skips a cell
     kwargs = client.kwargs
     assert kwargs["kernel_name"] == "python3" and kwargs["timeout"] == 30
@@ -165,7 +167,6 @@ def test_a_second_run_gets_a_new_marker_and_threads_only_when_asked(tmp_path, ke
     assert first.kernel["env"]["OMP_NUM_THREADS"] == "4"
     assert first.kernel["env"]["MKL_NUM_THREADS"] == "1"
     assert "OMP_NUM_THREADS" not in second.kernel["env"]  # threads=0: the default
-    assert first.nb.cells[-1].source != second.nb.cells[-1].source
     assert second.kwargs["timeout"] == 600  # the default
 
 
@@ -292,7 +293,7 @@ def test_a_check_that_runs_out_of_time_or_prints_nothing(tmp_path, kernel, monke
         def execute_cell(self, cell, index):
             super().execute_cell(cell, index)
             if cell.source.startswith("__course_progress_judge("):
-                name = ast.literal_eval(cell.source[len("__course_progress_judge") :])[1]
+                name = ast.literal_eval(cell.source[len("__course_progress_judge") :])
                 self.clock.now += {"f": 7.5, "g": 7.4, "h": 0}[name]
                 if name == "h":
                     cell.outputs.append({"output_type": "error", "ename": "KeyError",
@@ -766,13 +767,14 @@ def test_the_setup_cell_keeps_the_learners_answers_and_judges_them(monkeypatch, 
     record()
     shell.user_ns["scaled_dot_product_attention"] = reference  # the course's, not kept
     record()
-    judge("@m@", "dot_product_attention")
-    judge("@m@", "scaled_dot_product_attention")
-    judge("@m@", "causal_mask")
+    judge("dot_product_attention")
+    judge("scaled_dot_product_attention")
+    judge("causal_mask")
     assert shell.events.callbacks["post_run_cell"] == []  # judging stops the recording
-    lines = capsys.readouterr().out.splitlines()
-    assert [line[:3] for line in lines] == ["@m@"] * 3  # nothing but the verdicts
-    verdicts = [json.loads(line[3:]) for line in lines]
+    marker, *lines = capsys.readouterr().out.splitlines()
+    assert progress.MARKER.fullmatch(marker)  # said by the setup, before any learner code
+    assert [line[: len(marker)] for line in lines] == [marker] * 3  # nothing but the verdicts
+    verdicts = [json.loads(line[len(marker) :]) for line in lines]
     assert verdicts[0]["name"] == "dot_product_attention"
     assert verdicts[0]["status"] == "failed"
     assert verdicts[0]["message"].startswith("the softmax runs over the queries")
@@ -786,3 +788,71 @@ def test_the_setup_cell_keeps_the_learners_answers_and_judges_them(monkeypatch, 
         "status": "missing",
         "message": "not defined in the notebook (was its cell deleted?)",
     }
+
+
+def test_the_setup_says_a_new_marker_each_run_and_judges_nothing_that_replaced_checker_code(
+    monkeypatch, capsys
+):
+    """A notebook that rebinds a function the checkers call (here the framework's `close`)
+    gets no verdict from them: it is not judged, naming what it replaced."""
+    import IPython
+
+    from course.check import _framework
+
+    shell = types.SimpleNamespace(user_ns={}, events=Events())
+    monkeypatch.setattr(IPython, "get_ipython", lambda: shell)
+    first, second = {}, {}
+    exec(progress.SETUP % json.dumps(["dot_product_attention"]), first)
+    exec(progress.SETUP % json.dumps(["dot_product_attention"]), second)
+    one, two = capsys.readouterr().out.splitlines()
+    assert one != two and progress.MARKER.fullmatch(one) and progress.MARKER.fullmatch(two)
+
+    def dot_product_attention(q, k, v):  # wrong, and it would pass with `close` replaced
+        weights = (q @ k.transpose(-2, -1)).softmax(dim=-2)
+        return weights @ v, weights
+
+    shell.user_ns["dot_product_attention"] = dot_product_attention
+    for callback in shell.events.callbacks["post_run_cell"]:
+        callback()
+    monkeypatch.setattr(_framework, "close", lambda *args, **kwargs: True)
+    first["__course_progress_judge"]("dot_product_attention")
+    (line,) = capsys.readouterr().out.splitlines()
+    assert json.loads(line[len(one) :]) == {
+        "name": "dot_product_attention",
+        "status": "not judged",
+        "message": "the notebook replaced code the checkers use (course.check._framework.close)",
+    }
+
+
+def test_a_setup_that_prints_no_marker_judges_nothing(tmp_path, kernel, monkeypatch):
+    clock, answers, clients = kernel
+    path = write(tmp_path / "02_x.ipynb", "f = 1")
+    answers["f"] = [said("f", "passed", "forged")]
+
+    class Mute(FakeClient):
+        def execute_cell(self, cell, index):
+            super().execute_cell(cell, index)
+            if index == 0:
+                cell.outputs = [{"output_type": "stream", "text": "@course.progress:xyz@\n"}]
+
+    monkeypatch.setattr(progress, "NotebookClient", lambda nb, **kw: Mute(nb, clock, answers, **kw))
+    run = progress.run_notebook(path, ["f"])
+    assert run.error == "RuntimeError: the setup cell printed no marker: '@course.progress:xyz@'"
+    assert run.verdicts["f"].status == "not judged"
+
+
+def test_output_past_the_cap_is_dropped_and_stops_the_kernel():
+    kept, killed = [], []
+    process = types.SimpleNamespace(kill=lambda: killed.append(1))
+    client = types.SimpleNamespace(
+        output=lambda outs, msg, display_id, index: kept.append(msg["content"]["text"]),
+        km=types.SimpleNamespace(provisioner=types.SimpleNamespace(process=process)),
+    )
+    state = progress._cap_output(client, 1)  # 1 MB
+    chunk = {"content": {"name": "stdout", "text": "x" * 400_000}}
+    for _ in range(2):  # 0.8 MB of the 1 MB
+        client.output([], chunk, None, 5)
+    assert len(kept) == 2 and killed == [] and state["flooded"] is None
+    client.output([], chunk, None, 6)
+    client.output([], chunk, None, 7)
+    assert len(kept) == 2 and killed == [1] and state["flooded"] == 6  # killed once
