@@ -43,10 +43,12 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
+from time import monotonic as real_clock
 
 import nbformat
 from nbclient import NotebookClient
@@ -286,6 +288,39 @@ def last_needed(cells, exercises: list[str]) -> int:
     return found[-1] if found else -1
 
 
+def _kill(client) -> None:
+    """Stop the kernel now: with a sandbox, the sandbox and everything in it."""
+    process = getattr(getattr(getattr(client, "km", None), "provisioner", None), "process", None)
+    if process is not None:
+        process.kill()
+
+
+class _Watchdog:
+    """Kills the kernel when a cell runs `GRACE` seconds past its limit: a cell that catches
+    the interrupt nbclient sends at the limit would otherwise run on. Real time, not `time`."""
+
+    GRACE = 10.0
+
+    def __init__(self, client):
+        self.client, self.deadline, self.fired = client, None, False
+        self.done = threading.Event()
+        self.thread = threading.Thread(target=self._watch, daemon=True)
+        self.thread.start()
+
+    def arm(self, seconds: float) -> None:
+        self.deadline = real_clock() + seconds + self.GRACE
+
+    def _watch(self) -> None:
+        while not self.done.wait(0.5):
+            if self.deadline is not None and real_clock() > self.deadline:
+                self.fired = True
+                _kill(self.client)
+                return
+
+    def close(self) -> None:
+        self.done.set()
+
+
 def _cap_output(client, limit_mb: int) -> dict:
     """Keep at most `limit_mb` of the notebook's outputs; past it, stop the kernel. Returns
     what happened: {"flooded": cell index or None}."""
@@ -300,9 +335,7 @@ def _cap_output(client, limit_mb: int) -> dict:
             return keep(outs, msg, display_id, cell_index)
         if state["flooded"] is None:
             state["flooded"] = cell_index
-            process = getattr(getattr(client.km, "provisioner", None), "process", None)
-            if process is not None:
-                process.kill()  # the sandbox (or the kernel) and everything in it
+            _kill(client)  # the sandbox (or the kernel) and everything in it
         return None
 
     client.output = output
@@ -357,6 +390,7 @@ def run_notebook(
         )
         output_mb = (sandbox or Limits()).output_mb
         flood = _cap_output(client, output_mb)
+        watchdog = _Watchdog(client)
         env = dict(os.environ, PYDEVD_DISABLE_FILE_VALIDATION="1")
         if threads:  # unless the caller chose (OMP_NUM_THREADS=1 make progress)
             env.setdefault("OMP_NUM_THREADS", str(threads))
@@ -386,6 +420,7 @@ def run_notebook(
                         break
                     client.timeout = limit = max(1, int(left))
                     current, begun = index, time.monotonic()
+                    watchdog.arm(limit)
                     client.execute_cell(cell, index)
                     if flood["flooded"] is not None:
                         raise RuntimeError("output limit")
@@ -403,6 +438,7 @@ def run_notebook(
                     index = learner_cells + 1 + offset
                     client.timeout = int(timeout)
                     current, begun = index, time.monotonic()
+                    watchdog.arm(int(timeout))
                     client.execute_cell(nb.cells[index], index)
                     verdicts[name] = _verdict(nb.cells[index], marker, name, timeout, begun)
                     if error_cell and verdicts[name].message.startswith("not defined"):
@@ -414,6 +450,11 @@ def run_notebook(
             reason = f"{error_name(failure)}: {failure}".strip()
             if flood["flooded"] is not None:
                 reason = f"printed more than {output_mb} MB of output and was stopped"
+            elif watchdog.fired:
+                reason = (
+                    f"was still running after {timeout:g} s, ignored the interrupt and was "
+                    "stopped"
+                )
             if current > learner_cells:
                 reason = f"checking stopped the kernel ({reason})"
             elif current:
@@ -421,6 +462,10 @@ def run_notebook(
             for verdict in not_judged.values():
                 verdict.message = "the notebook's kernel stopped before this was checked"
             return NotebookRun(not_judged, error or reason, time.monotonic() - started)
+        finally:
+            watchdog.close()
+            if sandbox is not None:
+                extra["km"].remove_cgroup()  # whatever cleanup was missed: gone now
     return NotebookRun(verdicts, error, time.monotonic() - started)
 
 

@@ -223,7 +223,12 @@ class SandboxedKernelManager(AsyncKernelManager):
             wrapped = ["/bin/sh", "-c", join, str(self.cgroup / "cgroup.procs")] + wrapped
         return wrapped
 
-    async def cleanup_resources(self, restart: bool = False) -> None:
+    async def _async_cleanup_resources(self, restart: bool = False) -> None:
         await super()._async_cleanup_resources(restart)
+        self.remove_cgroup()
+
+    cleanup_resources = _async_cleanup_resources
+
+    def remove_cgroup(self) -> None:
         remove_cgroup(self.cgroup)
         self.cgroup = None
