@@ -193,8 +193,9 @@ def __course_progress_setup(names):
         spaces.update({"torch": vars(torch), "torch.nn.functional": vars(torch.nn.functional),
                        "torch.Tensor": vars(torch.Tensor), "torch.nn.Module": vars(torch.nn.Module),
                        "builtins": vars(builtins)})  # fmt: skip
+        swapped = ("input", "getpass")  # the kernel swaps these itself, cell by cell
         return {(n, k): v for n, space in spaces.items() for k, v in list(space.items())
-                if callable(v) and k not in ("input", "getpass")}  # the kernel swaps these  # fmt: skip
+                if callable(v) and k not in swapped}  # fmt: skip
 
     kept = watched()
 
@@ -244,8 +245,9 @@ def __course_progress_setup(names):
             status = "passed" if bool(ok) else "not yet" if stub else "failed"
             result = {"status": status, "message": said}
             if replaced():  # while being checked
+                which = ", ".join(replaced()[:3])
                 result = {"status": "not judged", "message": "the notebook replaced code the "
-                          f"checkers use while being checked ({', '.join(replaced()[:3])})"}  # fmt: skip
+                          f"checkers use while being checked ({which})"}  # fmt: skip
         out.write(marker + json.dumps({"name": name, **result}) + "\\n")
         out.flush()
 
@@ -368,8 +370,7 @@ def run_notebook(
         run_cells = learner_cells if all_cells else last_needed(nb.cells, exercises) + 1
         nb.cells = [nbformat.v4.new_code_cell(SETUP % json.dumps(exercises))] + nb.cells
         nb.cells += [
-            nbformat.v4.new_code_cell(f"__course_progress_judge({name!r})")
-            for name in exercises
+            nbformat.v4.new_code_cell(f"__course_progress_judge({name!r})") for name in exercises
         ]
         for cell in nb.cells:  # run every cell: no tag of the learner's may skip one
             cell.metadata.pop("tags", None)
@@ -452,8 +453,7 @@ def run_notebook(
                 reason = f"printed more than {output_mb} MB of output and was stopped"
             elif watchdog.fired:
                 reason = (
-                    f"was still running after {timeout:g} s, ignored the interrupt and was "
-                    "stopped"
+                    f"was still running after {timeout:g} s, ignored the interrupt and was stopped"
                 )
             if current > learner_cells:
                 reason = f"checking stopped the kernel ({reason})"
@@ -649,7 +649,6 @@ def choose_sandbox(no_sandbox: bool, limits: Limits) -> Limits | None:
         )
         return None
     return limits
-
 
 
 def main(argv: list[str] | None = None) -> int:

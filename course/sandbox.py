@@ -115,7 +115,12 @@ def bwrap_argv(own: Path, limits: Limits, env: dict[str, str]) -> list[str]:
         "LANG": "C.UTF-8",
         "MPLBACKEND": "agg",
     }
-    keep = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "COURSE_THREADS", "PYDEVD_DISABLE_FILE_VALIDATION")
+    keep = (
+        "OMP_NUM_THREADS",
+        "MKL_NUM_THREADS",
+        "COURSE_THREADS",
+        "PYDEVD_DISABLE_FILE_VALIDATION",
+    )
     settings.update({k: v for k, v in env.items() if k in keep})
     if Path(os.environ.get("COURSE_DATA_DIR") or "/nonexistent").is_dir():
         settings["COURSE_DATA_DIR"] = str(Path(os.environ["COURSE_DATA_DIR"]).resolve())

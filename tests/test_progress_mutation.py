@@ -670,7 +670,9 @@ def test_the_help_says_the_options_and_their_defaults(capsys):
         progress.main(["--help"])
     text = " ".join(capsys.readouterr().out.split())
     assert text.startswith("usage: python -m course.progress [-h] [--csv FILE] [--timeout SECONDS]")
-    assert "[--lessons NN,NN] [--all-cells] [--jobs N] [--no-sandbox] [--cpu-seconds SECONDS]" in text
+    assert (
+        "[--lessons NN,NN] [--all-cells] [--jobs N] [--no-sandbox] [--cpu-seconds SECONDS]" in text
+    )
     assert "[--memory-mb MB] [--processes N] [--file-mb MB] [--disk-mb MB] [--output-mb MB]" in text
     for words in (
         "a learner's folder of notebooks, or a folder of learner folders (default: notebooks)",

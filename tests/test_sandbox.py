@@ -258,9 +258,7 @@ def test_the_run_takes_bounded_time(bank):
 # ------------------------------------------------------------ no sandbox ----------
 
 
-def test_without_bwrap_grading_warns_once_naming_the_install_command(
-    tmp_path, monkeypatch, capsys
-):
+def test_without_bwrap_grading_warns_once_naming_the_install_command(tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("PATH", str(tmp_path))  # no bwrap on it
     sandbox.problem.cache_clear()
     try:
