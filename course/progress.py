@@ -6,23 +6,30 @@
 
 PATH is a folder of lesson notebooks (NN_name.ipynb: one learner's; or a course checkout,
 its notebooks/), or a folder of such folders (one per learner), or notebook files. Each notebook
-runs headless, top to bottom, in a fresh kernel, as a copy in a temporary folder that is
-also the kernel's working folder: the learner's files are only read, never written.
+runs headless, top to bottom, in a fresh kernel, from a copy in a temporary folder: the
+learner's files are only read, never written. On Linux the kernel runs in a bubblewrap
+sandbox of its own (course.sandbox: no network, none of the grader's files, the course
+read-only, limits on CPU, memory, processes, files and output); where there is none,
+grading warns once and runs unsandboxed; --no-sandbox chooses that (docs/grading.md).
 
 How a verdict is obtained. The notebook's own output is never read: a learner who edits a
 checker cell (its source or its printed output) gains nothing.
   1. Before the learner's cells, a setup cell keeps the course's checkers
-     (`course.check.EXERCISES`) and registers a hook that runs after every cell: it notes,
-     for each exercise of the lesson, the object the notebook binds to that name, unless the
-     object comes from the `course` package itself (lessons later import the reference
-     version under the same name, `from course.positional import sinusoidal_encoding`).
+     (`course.check.EXERCISES`), notes every function and class of the course, torch and
+     the builtins, prints a random marker it made (the grader reads it from that cell's
+     output: no later cell's source holds it) and registers a hook that runs after every
+     cell: it notes, for each exercise of the lesson, the object the notebook binds to that
+     name, unless the object comes from the `course` package itself (lessons later import
+     the reference version under the same name, `from course.positional import ...`).
   2. The learner's cells run, up to the last one that names an exercise of the lesson
      (later cells cannot rebind those names, so they cannot change a verdict; --all-cells
      runs them all). Errors do not stop the run: the first is reported, with its cell
-     number (every cell counts, from 1) and error line. A notebook gets --timeout seconds.
+     number (every cell counts, from 1) and error line. A notebook gets --timeout seconds;
+     a cell that ignores the interrupt at its limit is stopped 10 s later.
   3. Then, in the same kernel, one cell per exercise calls the kept checker on the learner's
-     object and writes a JSON line, tagged with a per-run random marker, to the kernel's
-     stdout. The checker's return value decides ✅; its verdict line gives the message.
+     object and writes a JSON line, tagged with the marker, to the kernel's stdout. The
+     checker's return value decides ✅; its verdict line gives the message. A notebook that
+     replaced a function the checkers use (noted in 1) is not judged.
 An exercise the notebook never defines (its cell was deleted), or defines only by importing
 the course's reference, is "missing", and so are the exercises of a lesson whose notebook is
 absent. Which exercises belong to which lesson comes from the package
