@@ -140,17 +140,24 @@ def problem() -> str | None:
         )
     if shutil.which("bwrap") is None:
         return f"bubblewrap (bwrap) is not installed: install it with `{INSTALL}`"
-    try:
-        tried = subprocess.run(
-            ["bwrap", "--unshare-all", "--ro-bind", "/", "/", "--", "/bin/true"],
-            capture_output=True,
-            text=True,
-            timeout=30,
-        )
-    except (OSError, subprocess.TimeoutExpired) as error:
-        return f"bwrap could not be run ({error})"
-    if tried.returncode != 0:
+    basic = ["bwrap", "--unshare-all", "--ro-bind", "/", "/"]
+    full = basic + ["--die-with-parent", "--new-session", "--clearenv", "--size", "1048576"]
+    full += ["--tmpfs", "/tmp"]
+    for argv in (basic, full):
+        try:
+            tried = subprocess.run(
+                argv + ["--", "/bin/true"], capture_output=True, text=True, timeout=30
+            )
+        except (OSError, subprocess.TimeoutExpired) as error:
+            return f"bwrap could not be run ({error})"
+        if tried.returncode == 0:
+            continue
         said = (tried.stderr.strip().splitlines() or ["no message"])[-1]
+        if argv is full:
+            return (
+                f"this bwrap lacks an option the sandbox uses ({said}): install a newer "
+                "bubblewrap (0.7 or later)"
+            )
         return (
             f"bwrap is installed but cannot make a sandbox ({said}): user namespaces are "
             "disabled here; enable them with `sudo sysctl -w kernel.unprivileged_userns_clone=1` "

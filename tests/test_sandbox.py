@@ -328,3 +328,22 @@ def test_limit_options_reach_the_sandbox_and_must_be_positive(tmp_path, monkeypa
     assert seen == [Limits(memory_mb=3000, processes=9)]
     assert progress.main([str(tmp_path / "me"), "--disk-mb", "0"]) == 2
     assert "error: --disk-mb expects 1 or more, got 0" in capsys.readouterr().err
+
+
+def test_a_bwrap_too_old_for_the_sandbox_is_named(tmp_path, monkeypatch):
+    fake = tmp_path / "bwrap"  # makes namespaces, but knows no --size (bubblewrap before 0.7)
+    fake.write_text(
+        '#!/bin/sh\ncase "$*" in *--size*) echo "bwrap: Unknown option --size" >&2; exit 1;; '
+        "esac\nexit 0\n"
+    )
+    fake.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tmp_path}:/usr/bin:/bin")
+    sandbox.problem.cache_clear()
+    try:
+        said = sandbox.problem()
+    finally:
+        sandbox.problem.cache_clear()
+    assert said == (
+        "this bwrap lacks an option the sandbox uses (bwrap: Unknown option --size): install a "
+        "newer bubblewrap (0.7 or later)"
+    )
