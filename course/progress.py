@@ -206,9 +206,14 @@ def __course_progress_setup(names):
 
     kept = watched()
 
+    def same(now, was):  # torch wraps some of its own functions when it loads a part
+        while now is not None and now is not was:  # (torch._dynamo: torch.manual_seed)
+            now = getattr(now, "__wrapped__", None)
+        return now is was
+
     def replaced():
         now = watched()
-        return sorted(f"{n}.{k}" for (n, k), v in kept.items() if now.get((n, k)) is not v)
+        return sorted(f"{n}.{k}" for (n, k), v in kept.items() if not same(now.get((n, k)), v))
 
     def record(*_):
         for name in names:

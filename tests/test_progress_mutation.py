@@ -858,3 +858,35 @@ def test_output_past_the_cap_is_dropped_and_stops_the_kernel():
     client.output([], chunk, None, 6)
     client.output([], chunk, None, 7)
     assert len(kept) == 2 and killed == [1] and state["flooded"] == 6  # killed once
+
+
+def test_torch_wrapping_its_own_function_is_not_taken_for_tampering(monkeypatch, capsys):
+    """torch wraps torch.manual_seed when it loads torch._dynamo (a lesson's training does):
+    a replacement whose __wrapped__ chain leads to the function kept is torch's own."""
+    import functools
+
+    import IPython
+    import torch
+
+    shell = types.SimpleNamespace(user_ns={}, events=Events())
+    monkeypatch.setattr(IPython, "get_ipython", lambda: shell)
+    namespace = {}
+    exec(progress.SETUP % json.dumps(["causal_mask"]), namespace)
+    marker = capsys.readouterr().out.strip()
+    original = torch.manual_seed
+    monkeypatch.setattr(torch, "manual_seed", functools.wraps(original)(lambda *a: original(*a)))
+
+    def causal_mask(T):
+        return torch.ones(T, T).tril().bool()
+
+    shell.user_ns["causal_mask"] = causal_mask
+    for callback in shell.events.callbacks["post_run_cell"]:
+        callback()
+    namespace["__course_progress_judge"]("causal_mask")
+    verdict = json.loads(capsys.readouterr().out.strip()[len(marker) :])
+    assert verdict["status"] in ("passed", "failed"), verdict  # judged, not refused
+    monkeypatch.setattr(torch, "manual_seed", lambda *a: original(*a))  # no __wrapped__
+    namespace["__course_progress_judge"]("causal_mask")
+    verdict = json.loads(capsys.readouterr().out.strip()[len(marker) :])
+    said = "the notebook replaced code the checkers use (torch.manual_seed)"
+    assert verdict == {"name": "causal_mask", "status": "not judged", "message": said}
