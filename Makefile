@@ -125,7 +125,7 @@ bench: $(STAMP) ## Time our Transformer against torch's, side by side, and print
 timings: $(STAMP) ## Time the course's commands here into docs/timings.json (slow: runs them all)
 	$(BIN)/python tools/timings.py $(TIMINGS_ARGS)
 
-progress: $(STAMP) ## Run your notebooks (copies, headless) and list every exercise's verdict
+progress: $(STAMP) ## Run your notebooks (copies, headless, each in a sandbox on Linux) and list every exercise's verdict
 	$(BIN)/python -m course.progress $(PROGRESS_ARGS)
 
 mutation: $(STAMP) ## Mutation score of `course` by tools/mutation.py (slow: minutes per module)

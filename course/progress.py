@@ -6,23 +6,30 @@
 
 PATH is a folder of lesson notebooks (NN_name.ipynb: one learner's; or a course checkout,
 its notebooks/), or a folder of such folders (one per learner), or notebook files. Each notebook
-runs headless, top to bottom, in a fresh kernel, as a copy in a temporary folder that is
-also the kernel's working folder: the learner's files are only read, never written.
+runs headless, top to bottom, in a fresh kernel, from a copy in a temporary folder: the
+learner's files are only read, never written. On Linux the kernel runs in a bubblewrap
+sandbox of its own (course.sandbox: no network, none of the grader's files, the course
+read-only, limits on CPU, memory, processes, files and output); where there is none,
+grading warns once and runs unsandboxed; --no-sandbox chooses that (docs/grading.md).
 
 How a verdict is obtained. The notebook's own output is never read: a learner who edits a
 checker cell (its source or its printed output) gains nothing.
   1. Before the learner's cells, a setup cell keeps the course's checkers
-     (`course.check.EXERCISES`) and registers a hook that runs after every cell: it notes,
-     for each exercise of the lesson, the object the notebook binds to that name, unless the
-     object comes from the `course` package itself (lessons later import the reference
-     version under the same name, `from course.positional import sinusoidal_encoding`).
+     (`course.check.EXERCISES`), notes every function and class of the course, torch and
+     the builtins, prints a random marker it made (the grader reads it from that cell's
+     output: no later cell's source holds it) and registers a hook that runs after every
+     cell: it notes, for each exercise of the lesson, the object the notebook binds to that
+     name, unless the object comes from the `course` package itself (lessons later import
+     the reference version under the same name, `from course.positional import ...`).
   2. The learner's cells run, up to the last one that names an exercise of the lesson
      (later cells cannot rebind those names, so they cannot change a verdict; --all-cells
      runs them all). Errors do not stop the run: the first is reported, with its cell
-     number (every cell counts, from 1) and error line. A notebook gets --timeout seconds.
+     number (every cell counts, from 1) and error line. A notebook gets --timeout seconds;
+     a cell that ignores the interrupt at its limit is stopped 10 s later.
   3. Then, in the same kernel, one cell per exercise calls the kept checker on the learner's
-     object and writes a JSON line, tagged with a per-run random marker, to the kernel's
-     stdout. The checker's return value decides ✅; its verdict line gives the message.
+     object and writes a JSON line, tagged with the marker, to the kernel's stdout. The
+     checker's return value decides ✅; its verdict line gives the message. A notebook that
+     replaced a function the checkers use (noted in 1) is not judged.
 An exercise the notebook never defines (its cell was deleted), or defines only by importing
 the course's reference, is "missing", and so are the exercises of a lesson whose notebook is
 absent. Which exercises belong to which lesson comes from the package
@@ -39,23 +46,27 @@ import csv
 import json
 import os
 import re
-import secrets
 import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
+from time import monotonic as real_clock
 
 import nbformat
 from nbclient import NotebookClient
 from tqdm import tqdm
 
+from course.sandbox import Limits, SandboxedKernelManager
+from course.sandbox import problem as sandbox_problem
 from course.utils import error_name
 
 NOTEBOOK = re.compile(r"^(\d\d)_.*\.ipynb$")
+MARKER = re.compile(r"@course\.progress:[0-9a-f]{32}@")
 SYMBOL = {"passed": "✅", "not yet": "⏳", "failed": "❌", "missing": "∅", "not judged": "⚠"}
 CSV_COLUMNS = ["learner", "lesson", "notebook", "exercise", "verdict", "message", "notebook_error"]
 
@@ -173,7 +184,7 @@ class NotebookRun:
 
 SETUP = """\
 def __course_progress_setup(names):
-    import sys
+    import secrets, sys
 
     from IPython import get_ipython
 
@@ -181,6 +192,28 @@ def __course_progress_setup(names):
 
     checkers = {name: EXERCISES[name] for name in names}  # kept before any learner code runs
     shell, out, answers = get_ipython(), sys.stdout, {}
+
+    def watched():  # every function and class the checkers may reach, as loaded now
+        import builtins, torch
+
+        spaces = {n: vars(m) for n, m in list(sys.modules.items()) if n.split(".")[0] == "course"}
+        spaces.update({"torch": vars(torch), "torch.nn.functional": vars(torch.nn.functional),
+                       "torch.Tensor": vars(torch.Tensor), "torch.nn.Module": vars(torch.nn.Module),
+                       "builtins": vars(builtins)})  # fmt: skip
+        swapped = ("input", "getpass")  # the kernel swaps these itself, cell by cell
+        return {(n, k): v for n, space in spaces.items() for k, v in list(space.items())
+                if callable(v) and k not in swapped}  # fmt: skip
+
+    kept = watched()
+
+    def same(now, was):  # torch wraps some of its own functions when it loads a part
+        while now is not None and now is not was:  # (torch._dynamo: torch.manual_seed)
+            now = getattr(now, "__wrapped__", None)
+        return now is was
+
+    def replaced():
+        now = watched()
+        return sorted(f"{n}.{k}" for (n, k), v in kept.items() if not same(now.get((n, k)), v))
 
     def record(*_):
         for name in names:
@@ -195,7 +228,7 @@ def __course_progress_setup(names):
 
     shell.events.register("post_run_cell", record)
 
-    def judge(marker, name):
+    def judge(name):
         import contextlib, io, json
 
         if record in shell.events.callbacks["post_run_cell"]:
@@ -207,6 +240,9 @@ def __course_progress_setup(names):
                 else "not defined in the notebook (was its cell deleted?)"
             )
             result = {"status": "missing", "message": why}
+        elif replaced():
+            result = {"status": "not judged", "message": "the notebook replaced code the "
+                      f"checkers use ({', '.join(replaced()[:3])})"}  # fmt: skip
         else:
             printed = io.StringIO()
             with contextlib.redirect_stdout(printed):
@@ -220,9 +256,18 @@ def __course_progress_setup(names):
             stub = lines[-1:] and lines[-1][0] == "⏳"
             status = "passed" if bool(ok) else "not yet" if stub else "failed"
             result = {"status": status, "message": said}
+            if replaced():  # while being checked
+                which = ", ".join(replaced()[:3])
+                result = {"status": "not judged", "message": "the notebook replaced code the "
+                          f"checkers use while being checked ({which})"}  # fmt: skip
         out.write(marker + json.dumps({"name": name, **result}) + "\\n")
         out.flush()
 
+    # The run's marker, made here and said once, before any learner code: the grader reads
+    # it from this cell's output; no later cell's source holds it.
+    marker = "@course.progress:" + secrets.token_hex(16) + "@"
+    out.write(marker + "\\n")
+    out.flush()
     return judge
 
 
@@ -257,15 +302,71 @@ def last_needed(cells, exercises: list[str]) -> int:
     return found[-1] if found else -1
 
 
+def _kill(client) -> None:
+    """Stop the kernel now: with a sandbox, the sandbox and everything in it."""
+    process = getattr(getattr(getattr(client, "km", None), "provisioner", None), "process", None)
+    if process is not None:
+        process.kill()
+
+
+class _Watchdog:
+    """Kills the kernel when a cell runs `GRACE` seconds past its limit: a cell that catches
+    the interrupt nbclient sends at the limit would otherwise run on. Real time, not `time`."""
+
+    GRACE = 10.0
+
+    def __init__(self, client):
+        self.client, self.deadline, self.fired = client, None, False
+        self.done = threading.Event()
+        self.thread = threading.Thread(target=self._watch, daemon=True)
+        self.thread.start()
+
+    def arm(self, seconds: float) -> None:
+        self.deadline = real_clock() + seconds + self.GRACE
+
+    def _watch(self) -> None:
+        while not self.done.wait(0.5):
+            if self.deadline is not None and real_clock() > self.deadline:
+                self.fired = True
+                _kill(self.client)
+                return
+
+    def close(self) -> None:
+        self.done.set()
+
+
+def _cap_output(client, limit_mb: int) -> dict:
+    """Keep at most `limit_mb` of the notebook's outputs; past it, stop the kernel. Returns
+    what happened: {"flooded": cell index or None}."""
+    state, seen, limit = {"flooded": None}, [0], limit_mb * 1024 * 1024
+    keep = getattr(client, "output", None)
+    if keep is None:  # a client without nbclient's output hook
+        return state
+
+    def output(outs, msg, display_id, cell_index):
+        seen[0] += len(json.dumps(msg.get("content", {})))
+        if seen[0] <= limit:
+            return keep(outs, msg, display_id, cell_index)
+        if state["flooded"] is None:
+            state["flooded"] = cell_index
+            _kill(client)  # the sandbox (or the kernel) and everything in it
+        return None
+
+    client.output = output
+    return state
+
+
 def run_notebook(
     path: Path,
     exercises: list[str],
     timeout: float = 600,
     threads: int = 0,
     all_cells: bool = False,
+    sandbox: Limits | None = None,
 ) -> NotebookRun:
     """Execute a copy of `path` and judge `exercises` in its kernel (see the module's doc):
-    up to the last cell that names an exercise, or every cell with `all_cells`."""
+    up to the last cell that names an exercise, or every cell with `all_cells`. With
+    `sandbox`, the kernel runs in a bwrap sandbox under those limits (course.sandbox)."""
     started = time.monotonic()
     not_judged = {name: Verdict("not judged", "") for name in exercises}
     with tempfile.TemporaryDirectory(prefix="course-progress-") as tmp:
@@ -279,15 +380,17 @@ def run_notebook(
             return NotebookRun(not_judged, f"unreadable notebook: {error}")
         learner_cells = len(nb.cells)
         run_cells = learner_cells if all_cells else last_needed(nb.cells, exercises) + 1
-        marker = f"@course.progress:{secrets.token_hex(8)}@"
         nb.cells = [nbformat.v4.new_code_cell(SETUP % json.dumps(exercises))] + nb.cells
         nb.cells += [
-            nbformat.v4.new_code_cell(f"__course_progress_judge({marker!r}, {name!r})")
-            for name in exercises
+            nbformat.v4.new_code_cell(f"__course_progress_judge({name!r})") for name in exercises
         ]
         for cell in nb.cells:  # run every cell: no tag of the learner's may skip one
             cell.metadata.pop("tags", None)
         deadline = started + timeout
+        extra = {}
+        if sandbox is not None:  # its own folder for the sockets: the notebook copy stays out
+            (Path(tmp) / "sandbox").mkdir()
+            extra["km"] = SandboxedKernelManager(Path(tmp) / "sandbox", sandbox)
         client = NotebookClient(
             nb,
             kernel_name="python3",
@@ -296,7 +399,11 @@ def run_notebook(
             timeout=int(timeout),
             record_timing=False,
             resources={"metadata": {"path": tmp}},
+            **extra,
         )
+        output_mb = (sandbox or Limits()).output_mb
+        flood = _cap_output(client, output_mb)
+        watchdog = _Watchdog(client)
         env = dict(os.environ, PYDEVD_DISABLE_FILE_VALIDATION="1")
         if threads:  # unless the caller chose (OMP_NUM_THREADS=1 make progress)
             env.setdefault("OMP_NUM_THREADS", str(threads))
@@ -304,12 +411,15 @@ def run_notebook(
         error: str | None = None
         error_cell = current = 0
         try:
-            # The kernel's own stderr (start-up chatter) is not the learner's: outputs come
-            # through the notebook protocol.
-            with client.setup_kernel(env=env, stderr=subprocess.DEVNULL):
+            # The kernel's own stdout and stderr (start-up chatter) are not the learner's:
+            # outputs come through the notebook protocol.
+            with client.setup_kernel(env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL):
                 client.execute_cell(nb.cells[0], 0)
                 if _error_of(nb.cells[0]):
                     raise RuntimeError(f"the course package did not load: {_error_of(nb.cells[0])}")
+                marker = _stdout(nb.cells[0]).strip()
+                if not MARKER.fullmatch(marker):
+                    raise RuntimeError(f"the setup cell printed no marker: {marker[:60]!r}")
                 for index in range(1, run_cells + 1):
                     cell = nb.cells[index]
                     if cell.cell_type != "code":
@@ -323,7 +433,10 @@ def run_notebook(
                         break
                     client.timeout = limit = max(1, int(left))
                     current, begun = index, time.monotonic()
+                    watchdog.arm(limit)
                     client.execute_cell(cell, index)
+                    if flood["flooded"] is not None:
+                        raise RuntimeError("output limit")
                     if time.monotonic() - begun >= limit:  # stopped by the deadline
                         error = error or (
                             f"cell {index} (`{_first_line(cell.source)}`) was still running "
@@ -338,6 +451,7 @@ def run_notebook(
                     index = learner_cells + 1 + offset
                     client.timeout = int(timeout)
                     current, begun = index, time.monotonic()
+                    watchdog.arm(int(timeout))
                     client.execute_cell(nb.cells[index], index)
                     verdicts[name] = _verdict(nb.cells[index], marker, name, timeout, begun)
                     if error_cell and verdicts[name].message.startswith("not defined"):
@@ -347,6 +461,12 @@ def run_notebook(
                         )
         except Exception as failure:  # a kernel that died or never started: report, go on
             reason = f"{error_name(failure)}: {failure}".strip()
+            if flood["flooded"] is not None:
+                reason = f"printed more than {output_mb} MB of output and was stopped"
+            elif watchdog.fired:
+                reason = (
+                    f"was still running after {timeout:g} s, ignored the interrupt and was stopped"
+                )
             if current > learner_cells:
                 reason = f"checking stopped the kernel ({reason})"
             elif current:
@@ -354,12 +474,19 @@ def run_notebook(
             for verdict in not_judged.values():
                 verdict.message = "the notebook's kernel stopped before this was checked"
             return NotebookRun(not_judged, error or reason, time.monotonic() - started)
+        finally:
+            watchdog.close()
+            if sandbox is not None:
+                extra["km"].remove_cgroup()  # whatever cleanup was missed: gone now
     return NotebookRun(verdicts, error, time.monotonic() - started)
 
 
+def _stdout(cell) -> str:
+    return "".join(o.get("text", "") for o in cell.outputs if o.get("output_type") == "stream")
+
+
 def _verdict(cell, marker: str, name: str, timeout: float, begun: float) -> Verdict:
-    text = "".join(o.get("text", "") for o in cell.outputs if o.get("output_type") == "stream")
-    for line in text.splitlines():
+    for line in _stdout(cell).splitlines():
         if line.startswith(marker):
             result = json.loads(line[len(marker) :])
             if result.get("name") == name:
@@ -389,8 +516,10 @@ def grade(
     timeout: float = 600,
     jobs: int = 1,
     all_cells: bool = False,
+    sandbox: Limits | None = None,
 ) -> list[Row]:
-    """Run every learner's notebooks of `lessons` (jobs at a time) and judge each exercise."""
+    """Run every learner's notebooks of `lessons` (jobs at a time) and judge each exercise,
+    each notebook in a sandbox of its own under `sandbox`'s limits (None: no sandbox)."""
     tasks = [
         (learner, lesson, learner.notebooks[lesson])
         for learner in learners
@@ -402,7 +531,7 @@ def grade(
 
     def run(task):
         learner, lesson, path = task
-        result = run_notebook(path, lessons[lesson], timeout, threads, all_cells)
+        result = run_notebook(path, lessons[lesson], timeout, threads, all_cells, sandbox=sandbox)
         bar.set_postfix_str(f"{learner.name}/{path.name}"[-40:], refresh=False)
         bar.update()
         return result
@@ -504,6 +633,35 @@ def write_csv(rows: list[Row], path: Path) -> None:
 
 # ---------------------------------------------------------------- CLI ----------
 
+LIMIT_HELP = {
+    "cpu_seconds": ("CPU time of each process", "SECONDS"),
+    "memory_mb": ("address space of each process", "MB"),
+    "processes": ("processes and threads", "N"),
+    "file_mb": ("the largest file it may write", "MB"),
+    "disk_mb": ("all it writes, home and /tmp included (held in memory)", "MB"),
+    "output_mb": ("the notebook's printed output; past it the kernel is stopped", "MB"),
+}
+
+
+def choose_sandbox(no_sandbox: bool, limits: Limits) -> Limits | None:
+    """The limits to sandbox every notebook under, or None; says so once on stderr when the
+    notebooks will run unsandboxed, and why."""
+    if no_sandbox:
+        print(
+            "note: --no-sandbox: every notebook runs as your user, with your files in reach",
+            file=sys.stderr,
+        )
+        return None
+    missing = sandbox_problem()
+    if missing:
+        print(
+            f"WARNING: grading WITHOUT a sandbox: {missing}. Every notebook runs as your user, "
+            "with your files and the network in reach (pass --no-sandbox to say you mean it).",
+            file=sys.stderr,
+        )
+        return None
+    return limits
+
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
@@ -541,12 +699,31 @@ def main(argv: list[str] | None = None) -> int:
         metavar="N",
         help="notebooks run at once (default: 2, or 1 on a 1-core machine)",
     )
+    parser.add_argument(
+        "--no-sandbox",
+        action="store_true",
+        help="run the notebooks as your own user, with your files in reach (default on Linux: "
+        "each in a bubblewrap sandbox; see docs/grading.md)",
+    )
+    for name, default in vars(Limits()).items():
+        what, unit = LIMIT_HELP[name]
+        parser.add_argument(
+            f"--{name.replace('_', '-')}",
+            type=int,
+            default=default,
+            metavar=unit,
+            help=f"sandbox limit per notebook: {what} (default {default})",
+        )
     args = parser.parse_args(argv)
     try:
         if args.timeout <= 0:
             raise UsageError(f"--timeout expects a number of seconds above 0, got {args.timeout:g}")
         if args.jobs < 1:
             raise UsageError(f"--jobs expects 1 or more, got {args.jobs}")
+        for name in vars(Limits()):
+            if getattr(args, name) < 1:
+                option = f"--{name.replace('_', '-')}"
+                raise UsageError(f"{option} expects 1 or more, got {getattr(args, name)}")
         lessons = lesson_exercises()
         if args.lessons:
             wanted = [w.strip().zfill(2) for w in args.lessons.split(",") if w.strip()]
@@ -561,8 +738,12 @@ def main(argv: list[str] | None = None) -> int:
     except UsageError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
+    limits = Limits(**{name: getattr(args, name) for name in vars(Limits())})
+    sandbox = choose_sandbox(args.no_sandbox, limits)
     started = time.monotonic()
-    rows = grade(learners, dict(sorted(lessons.items())), args.timeout, args.jobs, args.all_cells)
+    rows = grade(
+        learners, dict(sorted(lessons.items())), args.timeout, args.jobs, args.all_cells, sandbox
+    )
     report(rows, learners)
     who = f"{len(learners)} learners, " if len(learners) > 1 else ""
     print(f"{summary(rows)} ({who}{time.monotonic() - started:.0f} s)")

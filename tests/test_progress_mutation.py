@@ -14,6 +14,7 @@ import contextlib
 import csv
 import io
 import json
+import secrets
 import subprocess
 import types
 from pathlib import Path
@@ -65,10 +66,13 @@ class FakeClient:
             elif line.startswith("#! die"):
                 kind = {"private": _PrivateDeath}.get(line[len("#! die ") :], RuntimeError)
                 raise kind("Kernel died before replying")
+        if cell.source.startswith("def __course_progress_setup("):  # the kernel's marker
+            self.marker = "@course.progress:" + secrets.token_hex(16) + "@"
+            cell.outputs.append({"output_type": "stream", "name": "stdout", "text": self.marker})
         if cell.source.startswith("__course_progress_judge("):
-            marker, name = ast.literal_eval(cell.source[len("__course_progress_judge") :])
+            name = ast.literal_eval(cell.source[len("__course_progress_judge") :])
             for text in self.answers.get(name, []):
-                text = text.replace("MARKER", marker)
+                text = text.replace("MARKER", self.marker)
                 cell.outputs.append({"output_type": "stream", "name": "stdout", "text": text})
 
 
@@ -135,10 +139,8 @@ def test_the_kernel_runs_a_copy_with_the_setup_first_and_a_judge_cell_per_exerci
         '__course_progress_setup(["f", "g"])\ndel __course_progress_setup\n'
     )
     judges = [ast.literal_eval(c.source[len("__course_progress_judge") :]) for c in cells[6:]]
-    assert [name for _, name in judges] == ["f", "g"]
-    marker = judges[0][0]
-    assert judges[1][0] == marker and len(marker) == len("@course.progress:@") + 16
-    assert marker.startswith("@course.progress:") and marker.endswith("@")
+    assert judges == ["f", "g"]
+    assert not any(client.marker in c.source for c in cells)  # only the kernel knows it
     assert all("tags" not in c.metadata for c in cells)  # no learner's tag skips a cell
     kwargs = client.kwargs
     assert kwargs["kernel_name"] == "python3" and kwargs["timeout"] == 30
@@ -165,7 +167,6 @@ def test_a_second_run_gets_a_new_marker_and_threads_only_when_asked(tmp_path, ke
     assert first.kernel["env"]["OMP_NUM_THREADS"] == "4"
     assert first.kernel["env"]["MKL_NUM_THREADS"] == "1"
     assert "OMP_NUM_THREADS" not in second.kernel["env"]  # threads=0: the default
-    assert first.nb.cells[-1].source != second.nb.cells[-1].source
     assert second.kwargs["timeout"] == 600  # the default
 
 
@@ -292,7 +293,7 @@ def test_a_check_that_runs_out_of_time_or_prints_nothing(tmp_path, kernel, monke
         def execute_cell(self, cell, index):
             super().execute_cell(cell, index)
             if cell.source.startswith("__course_progress_judge("):
-                name = ast.literal_eval(cell.source[len("__course_progress_judge") :])[1]
+                name = ast.literal_eval(cell.source[len("__course_progress_judge") :])
                 self.clock.now += {"f": 7.5, "g": 7.4, "h": 0}[name]
                 if name == "h":
                     cell.outputs.append({"output_type": "error", "ename": "KeyError",
@@ -480,7 +481,7 @@ def test_find_learners_edges(tmp_path):
 def test_grade_runs_each_present_notebook_and_marks_absent_ones_missing(tmp_path, monkeypatch):
     calls = []
 
-    def fake_run(path, exercises, timeout, threads, all_cells):
+    def fake_run(path, exercises, timeout, threads, all_cells, sandbox=None):
         calls.append((path.name, exercises, timeout, threads, all_cells))
         error = "cell 3 (`x`): E" if path.name.startswith("02") else None
         return NotebookRun({name: Verdict("passed", "ok") for name in exercises}, error)
@@ -596,7 +597,7 @@ def fake_grade(monkeypatch):
     """main() with grading replaced: records its arguments, passes every exercise."""
     seen = {}
 
-    def grade(learners, lessons, timeout, jobs, all_cells):
+    def grade(learners, lessons, timeout, jobs, all_cells, sandbox=None):
         seen.update(learners=learners, lessons=lessons, timeout=timeout, jobs=jobs,
                     all_cells=all_cells)  # fmt: skip
         return [Row(x.name, lesson, "", name, Verdict("passed", ""), "", who)
@@ -669,7 +670,10 @@ def test_the_help_says_the_options_and_their_defaults(capsys):
         progress.main(["--help"])
     text = " ".join(capsys.readouterr().out.split())
     assert text.startswith("usage: python -m course.progress [-h] [--csv FILE] [--timeout SECONDS]")
-    assert "[--lessons NN,NN] [--all-cells] [--jobs N] [PATH ...]" in text
+    assert (
+        "[--lessons NN,NN] [--all-cells] [--jobs N] [--no-sandbox] [--cpu-seconds SECONDS]" in text
+    )
+    assert "[--memory-mb MB] [--processes N] [--file-mb MB] [--disk-mb MB] [--output-mb MB]" in text
     for words in (
         "a learner's folder of notebooks, or a folder of learner folders (default: notebooks)",
         "also write one row per learner x exercise",
@@ -677,6 +681,13 @@ def test_the_help_says_the_options_and_their_defaults(capsys):
         "only these lessons (e.g. 02,03)",
         "run every cell, reporting errors anywhere (default: stop after the last cell",
         "notebooks run at once (default: 2, or 1 on a 1-core machine)",
+        "run the notebooks as your own user, with your files in reach (default on Linux",
+        "sandbox limit per notebook: CPU time of each process (default 1800)",
+        "address space of each process (default 8192)",
+        "processes and threads (default 256)",
+        "the largest file it may write (default 512)",
+        "(held in memory) (default 1024)",
+        "past it the kernel is stopped (default 16)",
         "Where a learner stands",
     ):
         assert words in text, words
@@ -688,7 +699,7 @@ def test_one_job_runs_one_notebook_at_a_time_and_the_bar_names_the_last(tmp_path
 
     running, most, lock = [0], [0], threading.Lock()
 
-    def fake_run(path, exercises, timeout, threads, all_cells):
+    def fake_run(path, exercises, timeout, threads, all_cells, sandbox=None):
         with lock:
             running[0] += 1
             most[0] = max(most[0], running[0])
@@ -758,13 +769,14 @@ def test_the_setup_cell_keeps_the_learners_answers_and_judges_them(monkeypatch, 
     record()
     shell.user_ns["scaled_dot_product_attention"] = reference  # the course's, not kept
     record()
-    judge("@m@", "dot_product_attention")
-    judge("@m@", "scaled_dot_product_attention")
-    judge("@m@", "causal_mask")
+    judge("dot_product_attention")
+    judge("scaled_dot_product_attention")
+    judge("causal_mask")
     assert shell.events.callbacks["post_run_cell"] == []  # judging stops the recording
-    lines = capsys.readouterr().out.splitlines()
-    assert [line[:3] for line in lines] == ["@m@"] * 3  # nothing but the verdicts
-    verdicts = [json.loads(line[3:]) for line in lines]
+    marker, *lines = capsys.readouterr().out.splitlines()
+    assert progress.MARKER.fullmatch(marker)  # said by the setup, before any learner code
+    assert [line[: len(marker)] for line in lines] == [marker] * 3  # nothing but the verdicts
+    verdicts = [json.loads(line[len(marker) :]) for line in lines]
     assert verdicts[0]["name"] == "dot_product_attention"
     assert verdicts[0]["status"] == "failed"
     assert verdicts[0]["message"].startswith("the softmax runs over the queries")
@@ -778,3 +790,103 @@ def test_the_setup_cell_keeps_the_learners_answers_and_judges_them(monkeypatch, 
         "status": "missing",
         "message": "not defined in the notebook (was its cell deleted?)",
     }
+
+
+def test_the_setup_says_a_new_marker_each_run_and_judges_nothing_that_replaced_checker_code(
+    monkeypatch, capsys
+):
+    """A notebook that rebinds a function the checkers call (here the framework's `close`)
+    gets no verdict from them: it is not judged, naming what it replaced."""
+    import IPython
+
+    from course.check import _framework
+
+    shell = types.SimpleNamespace(user_ns={}, events=Events())
+    monkeypatch.setattr(IPython, "get_ipython", lambda: shell)
+    first, second = {}, {}
+    exec(progress.SETUP % json.dumps(["dot_product_attention"]), first)
+    exec(progress.SETUP % json.dumps(["dot_product_attention"]), second)
+    one, two = capsys.readouterr().out.splitlines()
+    assert one != two and progress.MARKER.fullmatch(one) and progress.MARKER.fullmatch(two)
+
+    def dot_product_attention(q, k, v):  # wrong, and it would pass with `close` replaced
+        weights = (q @ k.transpose(-2, -1)).softmax(dim=-2)
+        return weights @ v, weights
+
+    shell.user_ns["dot_product_attention"] = dot_product_attention
+    for callback in shell.events.callbacks["post_run_cell"]:
+        callback()
+    monkeypatch.setattr(_framework, "close", lambda *args, **kwargs: True)
+    first["__course_progress_judge"]("dot_product_attention")
+    (line,) = capsys.readouterr().out.splitlines()
+    assert json.loads(line[len(one) :]) == {
+        "name": "dot_product_attention",
+        "status": "not judged",
+        "message": "the notebook replaced code the checkers use (course.check._framework.close)",
+    }
+
+
+def test_a_setup_that_prints_no_marker_judges_nothing(tmp_path, kernel, monkeypatch):
+    clock, answers, clients = kernel
+    path = write(tmp_path / "02_x.ipynb", "f = 1")
+    answers["f"] = [said("f", "passed", "forged")]
+
+    class Mute(FakeClient):
+        def execute_cell(self, cell, index):
+            super().execute_cell(cell, index)
+            if index == 0:
+                cell.outputs = [{"output_type": "stream", "text": "@course.progress:xyz@\n"}]
+
+    monkeypatch.setattr(progress, "NotebookClient", lambda nb, **kw: Mute(nb, clock, answers, **kw))
+    run = progress.run_notebook(path, ["f"])
+    assert run.error == "RuntimeError: the setup cell printed no marker: '@course.progress:xyz@'"
+    assert run.verdicts["f"].status == "not judged"
+
+
+def test_output_past_the_cap_is_dropped_and_stops_the_kernel():
+    kept, killed = [], []
+    process = types.SimpleNamespace(kill=lambda: killed.append(1))
+    client = types.SimpleNamespace(
+        output=lambda outs, msg, display_id, index: kept.append(msg["content"]["text"]),
+        km=types.SimpleNamespace(provisioner=types.SimpleNamespace(process=process)),
+    )
+    state = progress._cap_output(client, 1)  # 1 MB
+    chunk = {"content": {"name": "stdout", "text": "x" * 400_000}}
+    for _ in range(2):  # 0.8 MB of the 1 MB
+        client.output([], chunk, None, 5)
+    assert len(kept) == 2 and killed == [] and state["flooded"] is None
+    client.output([], chunk, None, 6)
+    client.output([], chunk, None, 7)
+    assert len(kept) == 2 and killed == [1] and state["flooded"] == 6  # killed once
+
+
+def test_torch_wrapping_its_own_function_is_not_taken_for_tampering(monkeypatch, capsys):
+    """torch wraps torch.manual_seed when it loads torch._dynamo (a lesson's training does):
+    a replacement whose __wrapped__ chain leads to the function kept is torch's own."""
+    import functools
+
+    import IPython
+    import torch
+
+    shell = types.SimpleNamespace(user_ns={}, events=Events())
+    monkeypatch.setattr(IPython, "get_ipython", lambda: shell)
+    namespace = {}
+    exec(progress.SETUP % json.dumps(["causal_mask"]), namespace)
+    marker = capsys.readouterr().out.strip()
+    original = torch.manual_seed
+    monkeypatch.setattr(torch, "manual_seed", functools.wraps(original)(lambda *a: original(*a)))
+
+    def causal_mask(T):
+        return torch.ones(T, T).tril().bool()
+
+    shell.user_ns["causal_mask"] = causal_mask
+    for callback in shell.events.callbacks["post_run_cell"]:
+        callback()
+    namespace["__course_progress_judge"]("causal_mask")
+    verdict = json.loads(capsys.readouterr().out.strip()[len(marker) :])
+    assert verdict["status"] in ("passed", "failed"), verdict  # judged, not refused
+    monkeypatch.setattr(torch, "manual_seed", lambda *a: original(*a))  # no __wrapped__
+    namespace["__course_progress_judge"]("causal_mask")
+    verdict = json.loads(capsys.readouterr().out.strip()[len(marker) :])
+    said = "the notebook replaced code the checkers use (torch.manual_seed)"
+    assert verdict == {"name": "causal_mask", "status": "not judged", "message": said}
