@@ -40,12 +40,14 @@ FLOORS = {
     "registry": ("data",),
     # training, benchmarks, the command lines, the checkers and the tools around them
     # (i18n: the translated editions' units and catalogues, below authoring, which builds
-    # their notebooks; glossary: the Korean lint; translations: the translators' command)
+    # their notebooks; glossary: the Korean lint; translations: the translators' command;
+    # sandbox: where progress runs a learner's kernel)
     "top": (
         "train",
         "translate",
         "generate",
         "bench",
+        "sandbox",
         "progress",
         "i18n",
         "glossary",
