@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import re
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from markdown_it import MarkdownIt
@@ -38,6 +38,7 @@ class Term:
     korean: str
     forbidden: list[str]
     common: bool = False  # also an everyday word (value): only its variants are checked
+    aliases: list[str] = field(default_factory=list)  # other English names (causal mask)
 
     def korean_at(self, text: str) -> list[int]:
         """Where the Korean form starts in `text` as a word of its own (not inside a longer
@@ -45,16 +46,25 @@ class Term:
         pattern = f"(?<![{HANGUL}]){re.escape(self.korean)}"
         return [m.start() for m in re.finditer(pattern, text)]
 
+    def names_in(self, text: str) -> list[str]:
+        """The term's English names that `text` uses: plurals, British -ise spellings
+        (normalisation) and hyphenated compounds (encoder-decoder) count."""
+        return [n for n in [self.english, *self.aliases] if _name_pattern(n).search(text)]
+
     def english_in(self, text: str) -> bool:
-        word = re.escape(self.english)
-        consonant_y = re.search(r"[^aeiou]y$", self.english) is not None  # query, not key
-        plural = word[:-1] + "(?:y|ies)" if consonant_y else word + "(?:s|es)?"
-        pattern = rf"(?<![\w-]){plural}(?![\w-])"
-        return re.search(pattern, text, re.IGNORECASE) is not None
+        return bool(self.names_in(text))
+
+
+def _name_pattern(name: str) -> re.Pattern:
+    word = re.escape(name).replace("iz", "i[sz]")  # layer normalisation, tokeniser
+    consonant_y = re.search(r"[^aeiou]y$", name) is not None  # query, not key
+    plural = word[:-1] + "(?:y|ies)" if consonant_y else word + "(?:s|es)?"
+    return re.compile(rf"(?<![\w]){plural}(?!\w)", re.IGNORECASE)
 
 
 def load_terms(path: Path = ROOT / "docs" / "ko" / "glossary.md") -> list[Term]:
-    """The glossary table's rows: | English | 한국어 | forbidden, comma-separated |."""
+    """The glossary table's rows: | English | 한국어 | forbidden, comma-separated |. Other English
+    names of the same concept follow the first after ` / ` (look-ahead mask / causal mask)."""
     terms = []
     for line in path.read_text(encoding="utf-8").splitlines():
         cells = [c.strip() for c in line.strip().strip("|").split("|")]
@@ -62,10 +72,24 @@ def load_terms(path: Path = ROOT / "docs" / "ko" / "glossary.md") -> list[Term]:
             continue
         forbidden = [f.strip() for f in cells[2].split(",") if f.strip()]
         common = cells[0].startswith("*") and cells[0].endswith("*")
-        terms.append(Term(cells[0].strip("*"), cells[1], forbidden, common))
+        english, *aliases = [n.strip() for n in cells[0].strip("*").split(" / ")]
+        terms.append(Term(english, cells[1], forbidden, common, aliases))
     if not terms:
         raise ValueError(f"{path}: no glossary rows (| English | 한국어 | forbidden |) found")
     return terms
+
+
+def load_not_terms(path: Path = ROOT / "docs" / "ko" / "glossary.md") -> list[str]:
+    """English phrases that use a term's word for another thing (a dictionary's `group key`):
+    the glossary's two-column table | not the term | English term |, first column."""
+    phrases = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) == 2 and line.strip().startswith("|") and cells[0] not in ("",):
+            if set(cells[0]) <= set("-: ") or cells[0].startswith("Not the term"):
+                continue
+            phrases.append(cells[0])
+    return phrases
 
 
 _MD = MarkdownIt("commonmark").enable("table").use(dollarmath_plugin)
@@ -90,9 +114,12 @@ def _forbidden(text: str, terms: list[Term]) -> list[str]:
     ]
 
 
-def lint_catalogue(path: Path, terms: list[Term]) -> list[str]:
-    """The problems of one lesson catalogue, each naming the catalogue and the paragraph."""
+def lint_catalogue(path: Path, terms: list[Term], not_terms: list[str] | None = None) -> list[str]:
+    """The problems of one lesson catalogue, each naming the catalogue and the paragraph;
+    `not_terms`: English phrases that are not a term's use (the glossary's second table)."""
     import polib
+
+    not_terms = load_not_terms() if not_terms is None else not_terms
 
     problems, introduced = [], set()
     name = path.relative_to(ROOT).as_posix() if path.is_relative_to(ROOT) else str(path)
@@ -103,7 +130,7 @@ def lint_catalogue(path: Path, terms: list[Term]) -> list[str]:
         line = entry.occurrences[0][1] if entry.occurrences else "?"
         where = f"{name} (line {line}: {entry.msgid[:50]!r})"
         text = entry.msgstr
-        english = _prose(entry.msgid)
+        english = _prose(entry.msgid, not_terms)
         for variant in _forbidden(text, terms):
             problems.append(f"{where}: forbidden variant {variant}")
         for term in terms:
@@ -131,20 +158,35 @@ def lint_catalogue(path: Path, terms: list[Term]) -> list[str]:
                 introduced.add(term.english)
                 after = text[start + len(term.korean) :]
                 glossed = re.match(r"[^\s(]*\(([^)]*)\)", after)
-                if not (glossed and term.english.lower() in glossed.group(1).lower()):
+                used = term.names_in(english)  # causal mask, where the English says so
+                if not (glossed and set(used) & set(term.names_in(glossed.group(1)))):
                     problems.append(
                         f"{where}: the lesson's first {term.korean!r} needs its English in "
-                        f"parentheses: {term.korean}({term.english})"
+                        f"parentheses: {term.korean}({used[0]})"
                     )
     return problems
 
 
-def _prose(text: str) -> str:
-    """`text` without its code, math and fields (where English words are names, not prose)."""
+_QUOTED = re.compile(r'"([^"\n]+)"|“([^”\n]+)”')
+
+
+def _is_title(quoted: str) -> bool:
+    """A quoted English title ("Attention Is All You Need"): two words or more, every word of
+    four letters or more capitalised. A quoted phrase ("the key just before me") is prose."""
+    words = re.findall(r"[A-Za-z][\w'-]*", quoted)
+    return len(words) >= 2 and all(w[0].isupper() for w in words if len(w) >= 4)
+
+
+def _prose(text: str, not_terms: list[str] = ()) -> str:
+    """`text` without its code, math, fields, quoted titles and the phrases that use a term's
+    word for another thing (where English words are names, not the course's terms)."""
     from course.i18n import KEPT
 
     for pattern in KEPT.values():
         text = pattern.sub(" ", text)
+    text = _QUOTED.sub(lambda m: " " if _is_title(m.group(1) or m.group(2)) else m.group(0), text)
+    for phrase in not_terms:
+        text = re.sub(rf"(?<!\w){re.escape(phrase)}(?:s|es)?(?!\w)", " ", text, flags=re.I)
     return text
 
 
@@ -163,9 +205,10 @@ def lint_page(path: Path, terms: list[Term]) -> list[str]:
 
 def lint(root: Path = ROOT) -> list[str]:
     terms = load_terms(root / "docs" / "ko" / "glossary.md")
+    not_terms = load_not_terms(root / "docs" / "ko" / "glossary.md")
     problems = []
     for path in sorted((root / "translations" / "ko").glob("*.po")):
-        problems += lint_catalogue(path, terms)
+        problems += lint_catalogue(path, terms, not_terms)
     pages = [root / "README.ko.md", *sorted((root / "docs" / "ko").glob("*.md"))]
     for page in pages:
         if page.exists() and page.name != "glossary.md":
