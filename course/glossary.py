@@ -164,6 +164,13 @@ def lint_catalogue(path: Path, terms: list[Term], not_terms: list[str] | None = 
                         f"{where}: the lesson's first {term.korean!r} needs its English in "
                         f"parentheses: {term.korean}({used[0]})"
                     )
+                    continue
+                # 위치별 피드포워드 신경망(position-wise feed-forward network) glosses its parts
+                introduced.update(
+                    t.english
+                    for t in terms
+                    if t.korean in term.korean and t.names_in(glossed.group(1))
+                )
     return problems
 
 
@@ -171,10 +178,13 @@ _QUOTED = re.compile(r'"([^"\n]+)"|“([^”\n]+)”')
 
 
 def _is_title(quoted: str) -> bool:
-    """A quoted English title ("Attention Is All You Need"): two words or more, every word of
-    four letters or more capitalised. A quoted phrase ("the key just before me") is prose."""
+    """A quoted English title ("Attention Is All You Need"): two words or more, the first and
+    three in four of those of four letters or more capitalised ("... Models without Positional
+    Encodings ..."). A quoted phrase ("the key just before me") is prose."""
     words = re.findall(r"[A-Za-z][\w'-]*", quoted)
-    return len(words) >= 2 and all(w[0].isupper() for w in words if len(w) >= 4)
+    long = [w for w in words if len(w) >= 4]  # not: a, the, of, in, on, is
+    capitalised = sum(w[0].isupper() for w in long)
+    return len(words) >= 2 and words[0][0].isupper() and capitalised >= 0.75 * len(long)
 
 
 def _prose(text: str, not_terms: list[str] = ()) -> str:
