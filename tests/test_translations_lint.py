@@ -77,3 +77,98 @@ def test_a_term_inside_a_longer_one_and_code_names_do_not_count(tmp_path):
         ],
     )
     assert glossary.lint_catalogue(path, TERMS) == []
+
+
+def test_the_korean_editions_term_decisions_are_rows():
+    rows = {t.english: t for t in TERMS}
+    decided = {
+        "cross-attention": ("크로스 어텐션", "교차 어텐션"),
+        "projection": ("사영", "투영"),
+        "parameter": ("파라미터", "매개변수"),
+        "sublayer": ("서브층", "하위 층"),
+        "greedy decoding": ("그리디 디코딩", "탐욕 디코딩"),
+        "label smoothing": ("레이블 스무딩", "라벨 스무딩"),
+        "warm-up": ("웜업", "워밍업"),
+        "residual stream": ("잔차 스트림", "잔여 스트림"),
+        "look-ahead mask": ("룩-어헤드 마스크", "인과 마스크"),
+    }
+    for english, (korean, wrong) in decided.items():
+        assert (rows[english].korean, wrong in rows[english].forbidden) == (korean, True)
+    assert "프로젝션" in rows["projection"].forbidden
+    assert "causal mask" in rows["look-ahead mask"].aliases
+    # loanwords the lessons use unglossed only forbid variants, like *value*
+    assert [rows[w].common for w in ("value", "token", "parameter", "memory")] == [True] * 4
+    assert not rows["dropout"].common and not rows["sampling"].common
+
+
+def test_a_quoted_english_title_does_not_ask_for_the_korean_term(tmp_path):
+    path = _catalogue(
+        tmp_path,
+        [
+            ('The paper ("Attention Is All You Need", 2017).', '논문("Attention Is All You Need", 2017).'),
+            ('Xiong et al. ("On Layer Normalization in the Transformer Architecture").',
+             '트랜스포머(Transformer) 논문("On Layer Normalization in the Transformer Architecture").'),
+            ('Haviv ("Transformer Language Models without Positional Encodings").',
+             '트랜스포머 논문("Transformer Language Models without Positional Encodings").'),
+            ('Call them "the attention weights".', '이것을 "가중치"라고 부릅니다.'),  # prose: fails
+        ],
+    )
+    found = glossary.lint_catalogue(path, TERMS)
+    assert len(found) == 1 and "line 4" in found[0] and "lacks '어텐션'" in found[0]
+
+
+def test_british_spelling_is_the_rows_term(tmp_path):
+    path = _catalogue(
+        tmp_path,
+        [
+            ("Add a layer normalisation.", "층 정규화(layer normalization)를 더합니다."),
+            ("The layer normalisation again.", "다시 정규화합니다."),  # the term left out: fails
+            ("Tokenisers split words.", "토크나이저(tokenizer)는 단어를 나눕니다."),
+        ],
+    )
+    found = glossary.lint_catalogue(path, TERMS)
+    assert len(found) == 1 and "line 2" in found[0] and "lacks '층 정규화'" in found[0]
+
+
+def test_a_dictionarys_group_key_is_not_the_attention_key(tmp_path):
+    assert "group key" in glossary.load_not_terms()
+    path = _catalogue(
+        tmp_path,
+        [
+            ("`group(item)` gives the item's group key.", "`group(item)`은 항목의 그룹 식별값을 줍니다."),
+            ("Each query meets every key.", "각 쿼리(query)가 모든 값을 만납니다."),  # fails
+        ],
+    )
+    found = glossary.lint_catalogue(path, TERMS)
+    assert len(found) == 1 and "line 2" in found[0] and "lacks '키'" in found[0]
+
+
+def test_a_hyphenated_compound_uses_both_terms(tmp_path):
+    glossed = _catalogue(tmp_path, [("An encoder-decoder model.", "인코더-디코더(encoder-decoder) 모델.")])
+    assert glossary.lint_catalogue(glossed, TERMS) == []
+    bare = _catalogue(tmp_path, [("An encoder-decoder model.", "인코더-디코더 모델입니다.")])
+    found = glossary.lint_catalogue(bare, TERMS)
+    assert sorted(p.split("parentheses: ")[1] for p in found) == ["디코더(decoder)", "인코더(encoder)"]
+
+
+def test_the_gloss_names_the_concept_as_the_english_does(tmp_path):
+    path = _catalogue(
+        tmp_path,
+        [
+            ("Apply a causal mask.", "룩-어헤드 마스크(look-ahead mask)를 씌웁니다."),  # fails
+            ("A causal mask again.", "인과 마스크를 다시 씁니다."),  # forbidden, and lacks it
+        ],
+    )
+    found = glossary.lint_catalogue(path, TERMS)
+    assert any("line 1" in p and "룩-어헤드 마스크(causal mask)" in p for p in found)
+    assert any("line 2" in p and "'인과 마스크' (write '룩-어헤드 마스크')" in p for p in found)
+    ok = _catalogue(tmp_path, [("Apply a causal mask.", "룩-어헤드 마스크(causal mask)를 씌웁니다.")])
+    assert glossary.lint_catalogue(ok, TERMS) == []
+
+
+def test_a_longer_terms_gloss_introduces_its_parts(tmp_path):
+    first = ("The position-wise feed-forward network.", "위치별 피드포워드 신경망(position-wise feed-forward network).")
+    path = _catalogue(tmp_path, [first, ("The feed-forward network is big.", "피드포워드 신경망은 큽니다.")])
+    assert glossary.lint_catalogue(path, TERMS) == []
+    alone = _catalogue(tmp_path, [("The feed-forward network is big.", "피드포워드 신경망은 큽니다.")])
+    assert "피드포워드 신경망(feed-forward network)" in glossary.lint_catalogue(alone, TERMS)[0]
