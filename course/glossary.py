@@ -5,11 +5,17 @@ and emphasis that renders.
 
 For every lesson catalogue translations/ko/NN_name.po (each translated entry, in order):
   - no forbidden variant of a term (변압기 for 트랜스포머, 잔여 연결 for 잔차 연결, ...);
-  - an English paragraph that uses a term (`attention`, `keys`) has its Korean form in the
-    translation (not for a term that is also an everyday word, *value*: italics in the table);
+  - an English paragraph that uses a term (`attention`, `keys`, `layer normalisation`, the
+    `encoder` of `encoder-decoder`) has its Korean form in the translation (not for a row in
+    italics, *value*, *token*: only their variants are checked; not inside a quoted English
+    title, "Attention Is All You Need"; not in a phrase of the glossary's not-the-term table,
+    a dictionary's `group key`);
   - the first translation, outside headings, of an English paragraph that uses a term carries
     the term's English in parentheses at its first Korean use there:
-    `어텐션(attention)`, `인코더-디코더(encoder-decoder)`, `**인코더**(encoder)`;
+    `어텐션(attention)`, `인코더-디코더(encoder-decoder)`, `**인코더**(encoder)`, under the
+    name the English uses (`룩-어헤드 마스크(causal mask)` where it says causal mask); a longer
+    term's gloss introduces the terms inside it (위치별 피드포워드 신경망(position-wise
+    feed-forward network));
   - the translation renders no literal `*` that its English does not: CommonMark does not close
     `**잔차 연결(residual connection)**은` (emphasis ending in punctuation right before a
     letter, commonmark-spec#650), so the asterisks would show; write `**잔차 연결**(residual
@@ -82,13 +88,21 @@ def load_terms(path: Path = ROOT / "docs" / "ko" / "glossary.md") -> list[Term]:
 def load_not_terms(path: Path = ROOT / "docs" / "ko" / "glossary.md") -> list[str]:
     """English phrases that use a term's word for another thing (a dictionary's `group key`):
     the glossary's two-column table | not the term | English term |, first column."""
+    rows = {n: t for t in load_terms(path) for n in [t.english, *t.aliases]}
     phrases = []
     for line in path.read_text(encoding="utf-8").splitlines():
         cells = [c.strip() for c in line.strip().strip("|").split("|")]
-        if len(cells) == 2 and line.strip().startswith("|") and cells[0] not in ("",):
-            if set(cells[0]) <= set("-: ") or cells[0].startswith("Not the term"):
-                continue
-            phrases.append(cells[0])
+        if len(cells) != 2 or not line.lstrip().startswith("|") or set(cells[0]) <= set("-: "):
+            continue
+        if cells[0].startswith("Not the term"):
+            continue
+        term = rows.get(cells[1])
+        if term is None or not term.english_in(cells[0]):
+            raise ValueError(
+                f"{path}: not-the-term row {cells[0]!r} | {cells[1]!r}: expected a glossary "
+                f"row's English in the second column, used by the phrase in the first"
+            )
+        phrases.append(cells[0])
     return phrases
 
 

@@ -101,15 +101,18 @@ def test_the_korean_editions_term_decisions_are_rows():
     assert not rows["dropout"].common and not rows["sampling"].common
 
 
+TITLE = '"Attention Is All You Need"'
+LN_TITLE = '"On Layer Normalization in the Transformer Architecture"'
+NOPE_TITLE = '"Transformer Language Models without Positional Encodings"'
+
+
 def test_a_quoted_english_title_does_not_ask_for_the_korean_term(tmp_path):
     path = _catalogue(
         tmp_path,
         [
-            ('The paper ("Attention Is All You Need", 2017).', '논문("Attention Is All You Need", 2017).'),
-            ('Xiong et al. ("On Layer Normalization in the Transformer Architecture").',
-             '트랜스포머(Transformer) 논문("On Layer Normalization in the Transformer Architecture").'),
-            ('Haviv ("Transformer Language Models without Positional Encodings").',
-             '트랜스포머 논문("Transformer Language Models without Positional Encodings").'),
+            (f"The paper ({TITLE}, 2017).", f"논문({TITLE}, 2017)."),
+            (f"Xiong et al. ({LN_TITLE}).", f"트랜스포머(Transformer) 논문({LN_TITLE})."),
+            (f"Haviv ({NOPE_TITLE}).", f"트랜스포머 논문({NOPE_TITLE})."),
             ('Call them "the attention weights".', '이것을 "가중치"라고 부릅니다.'),  # prose: fails
         ],
     )
@@ -135,7 +138,7 @@ def test_a_dictionarys_group_key_is_not_the_attention_key(tmp_path):
     path = _catalogue(
         tmp_path,
         [
-            ("`group(item)` gives the item's group key.", "`group(item)`은 항목의 그룹 식별값을 줍니다."),
+            ("`group(item)` gives the item's group key.", "`group(item)`은 그룹 식별값을 줍니다."),
             ("Each query meets every key.", "각 쿼리(query)가 모든 값을 만납니다."),  # fails
         ],
     )
@@ -144,11 +147,12 @@ def test_a_dictionarys_group_key_is_not_the_attention_key(tmp_path):
 
 
 def test_a_hyphenated_compound_uses_both_terms(tmp_path):
-    glossed = _catalogue(tmp_path, [("An encoder-decoder model.", "인코더-디코더(encoder-decoder) 모델.")])
+    english = "An encoder-decoder model."
+    glossed = _catalogue(tmp_path, [(english, "인코더-디코더(encoder-decoder) 모델.")])
     assert glossary.lint_catalogue(glossed, TERMS) == []
-    bare = _catalogue(tmp_path, [("An encoder-decoder model.", "인코더-디코더 모델입니다.")])
-    found = glossary.lint_catalogue(bare, TERMS)
-    assert sorted(p.split("parentheses: ")[1] for p in found) == ["디코더(decoder)", "인코더(encoder)"]
+    bare = _catalogue(tmp_path, [(english, "인코더-디코더 모델입니다.")])
+    found = [p.split("parentheses: ")[1] for p in glossary.lint_catalogue(bare, TERMS)]
+    assert sorted(found) == ["디코더(decoder)", "인코더(encoder)"]
 
 
 def test_the_gloss_names_the_concept_as_the_english_does(tmp_path):
@@ -162,13 +166,28 @@ def test_the_gloss_names_the_concept_as_the_english_does(tmp_path):
     found = glossary.lint_catalogue(path, TERMS)
     assert any("line 1" in p and "룩-어헤드 마스크(causal mask)" in p for p in found)
     assert any("line 2" in p and "'인과 마스크' (write '룩-어헤드 마스크')" in p for p in found)
-    ok = _catalogue(tmp_path, [("Apply a causal mask.", "룩-어헤드 마스크(causal mask)를 씌웁니다.")])
+    ok = _catalogue(
+        tmp_path, [("Apply a causal mask.", "룩-어헤드 마스크(causal mask)를 씌웁니다.")]
+    )
     assert glossary.lint_catalogue(ok, TERMS) == []
 
 
 def test_a_longer_terms_gloss_introduces_its_parts(tmp_path):
-    first = ("The position-wise feed-forward network.", "위치별 피드포워드 신경망(position-wise feed-forward network).")
-    path = _catalogue(tmp_path, [first, ("The feed-forward network is big.", "피드포워드 신경망은 큽니다.")])
-    assert glossary.lint_catalogue(path, TERMS) == []
-    alone = _catalogue(tmp_path, [("The feed-forward network is big.", "피드포워드 신경망은 큽니다.")])
-    assert "피드포워드 신경망(feed-forward network)" in glossary.lint_catalogue(alone, TERMS)[0]
+    first = (
+        "The position-wise feed-forward network.",
+        "위치별 피드포워드 신경망(position-wise feed-forward network).",
+    )
+    again = ("The feed-forward network is big.", "피드포워드 신경망은 큽니다.")
+    assert glossary.lint_catalogue(_catalogue(tmp_path, [first, again]), TERMS) == []
+    alone = glossary.lint_catalogue(_catalogue(tmp_path, [again]), TERMS)
+    assert "피드포워드 신경망(feed-forward network)" in alone[0]
+
+
+def test_a_not_the_term_row_must_name_a_term_its_phrase_uses(tmp_path):
+    page = tmp_path / "glossary.md"
+    rows = "| English | 한국어 | forbidden |\n|---|---|---|\n| key | 키 | 열쇠 |\n"
+    page.write_text(rows + "\n| Not the term | Term |\n|---|---|\n| group key | key |\n")
+    assert glossary.load_not_terms(page) == ["group key"]
+    page.write_text(rows + "\n| Not the term | Term |\n|---|---|\n| group key | kye |\n")
+    with pytest.raises(ValueError, match="'group key' \\| 'kye'"):
+        glossary.load_not_terms(page)
