@@ -86,6 +86,16 @@ def _system() -> list[str]:
     return argv
 
 
+def _python() -> str:
+    """This interpreter by a path the sandbox shows: through the environment's resolved folder
+    (a `.venv` reached through a symbolic link is not shown under the link's name)."""
+    executable = Path(sys.executable)
+    try:
+        return str(Path(sys.prefix).resolve() / executable.relative_to(sys.prefix))
+    except ValueError:  # not inside sys.prefix: as it is
+        return str(executable)
+
+
 def _read_only() -> list[Path]:
     """The Python install, the virtual environment, the course package, the lesson data."""
     paths = {Path(sys.base_prefix).resolve(), Path(sys.prefix).resolve(), COURSE}
@@ -111,9 +121,12 @@ def bwrap_argv(own: Path, limits: Limits, env: dict[str, str]) -> list[str]:
     settings = {
         "HOME": "/tmp/home",
         "TMPDIR": "/tmp",
-        "PATH": f"{Path(sys.executable).parent}:/usr/bin:/bin",
+        "PATH": f"{Path(_python()).parent}:/usr/bin:/bin",
         "LANG": "C.UTF-8",
         "MPLBACKEND": "agg",
+        # the kernel imports the grader's own course package (bound read-only above), not
+        # whatever an editable install's .pth names, which may be a folder not shown here
+        "PYTHONPATH": str(COURSE.parent),
     }
     keep = (
         "OMP_NUM_THREADS",
@@ -227,8 +240,9 @@ class SandboxedKernelManager(AsyncKernelManager):
 
     def format_kernel_cmd(self, extra_arguments=None):
         kernel = super().format_kernel_cmd(extra_arguments)
+        kernel = [_python() if part == sys.executable else part for part in kernel]
         wrapped = bwrap_argv(self.own, self.limits, self.sandbox_env)
-        wrapped += ["--", sys.executable, "-c", LIMITS, json.dumps(rlimits(self.limits))]
+        wrapped += ["--", _python(), "-c", LIMITS, json.dumps(rlimits(self.limits))]
         wrapped += kernel
         if self.cgroup is not None:  # join the cgroup, then become bwrap
             join = 'echo $$ > "$0" && exec "$@"'

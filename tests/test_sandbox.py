@@ -347,3 +347,20 @@ def test_a_bwrap_too_old_for_the_sandbox_is_named(tmp_path, monkeypatch):
         "this bwrap lacks an option the sandbox uses (bwrap: Unknown option --size): install a "
         "newer bubblewrap (0.7 or later)"
     )
+
+
+def test_the_kernel_is_started_by_a_path_the_sandbox_shows(tmp_path, monkeypatch):
+    """A .venv reached through a symbolic link (a copy of the course that links the
+    instructor's environment) is bound under its real path only: the kernel's interpreter
+    must be named through that path, or the kernel dies before it starts."""
+    real = tmp_path / "real-venv"
+    (real / "bin").mkdir(parents=True)
+    (real / "bin" / "python").touch()
+    link = tmp_path / "course-copy" / ".venv"
+    link.parent.mkdir()
+    link.symlink_to(real, target_is_directory=True)
+    monkeypatch.setattr(sandbox.sys, "prefix", str(link))
+    monkeypatch.setattr(sandbox.sys, "executable", str(link / "bin" / "python"))
+    assert sandbox._python() == str(real.resolve() / "bin" / "python")
+    monkeypatch.setattr(sandbox.sys, "executable", "/usr/bin/python3")  # outside the prefix
+    assert sandbox._python() == "/usr/bin/python3"
