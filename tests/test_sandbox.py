@@ -294,27 +294,28 @@ def test_main_warns_once_per_run_and_no_sandbox_is_an_explicit_choice(
     assert seen == [None, None]
 
 
+def problem_now() -> str | None:
+    """sandbox.problem() asked afresh (it is cached per process), the cache left empty."""
+    sandbox.problem.cache_clear()
+    try:
+        return sandbox.problem()
+    finally:
+        sandbox.problem.cache_clear()
+
+
 def test_a_bwrap_that_cannot_make_namespaces_is_named(tmp_path, monkeypatch):
     fake = tmp_path / "bwrap"
     fake.write_text("#!/bin/sh\necho 'bwrap: No permissions to create new namespace' >&2\nexit 1\n")
     fake.chmod(0o755)
     monkeypatch.setenv("PATH", f"{tmp_path}:/usr/bin:/bin")
-    sandbox.problem.cache_clear()
-    try:
-        said = sandbox.problem()
-    finally:
-        sandbox.problem.cache_clear()
+    said = problem_now()
     assert said.startswith("bwrap is installed but cannot make a sandbox (bwrap: No permissions")
     assert "user namespaces are disabled here" in said
 
 
 def test_not_linux_is_named(monkeypatch):
     monkeypatch.setattr(sandbox.sys, "platform", "darwin")
-    sandbox.problem.cache_clear()
-    try:
-        said = sandbox.problem()
-    finally:
-        sandbox.problem.cache_clear()
+    said = problem_now()
     assert said.startswith("this is not Linux (darwin)")
 
 
@@ -338,11 +339,7 @@ def test_a_bwrap_too_old_for_the_sandbox_is_named(tmp_path, monkeypatch):
     )
     fake.chmod(0o755)
     monkeypatch.setenv("PATH", f"{tmp_path}:/usr/bin:/bin")
-    sandbox.problem.cache_clear()
-    try:
-        said = sandbox.problem()
-    finally:
-        sandbox.problem.cache_clear()
+    said = problem_now()
     assert said == (
         "this bwrap lacks an option the sandbox uses (bwrap: Unknown option --size): install a "
         "newer bubblewrap (0.7 or later)"
