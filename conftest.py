@@ -7,11 +7,21 @@ outputs, so nbval compares nothing there. This hook adds what a learner relies o
 same run: every checker cell (`check.name(...)`, or `name_ok = check.name(...)`) prints
 "⏳ name: not implemented yet", not a pass and not a crash. (tests/test_pipeline.py used to
 run every learner notebook a second time to see it; this reads nbval's own run.)
+
+It also orders and groups the notebooks for pytest-xdist, and lets a lesson's second notebook
+reuse the first's training runs (course/memo.py), below.
 """
 
+import os
 import re
+import shutil
+import tempfile
 
 import pytest
+
+from course import memo
+
+MEMO_FOLDER = "COURSE_TEST_SESSION_MEMO"  # the run's folder for course/memo.py
 
 CHECK_CALL = re.compile(r"^(?:\w+ = )?check\.(\w+)\(", re.MULTILINE)
 
@@ -38,22 +48,58 @@ def pytest_runtest_call(item):
     return result
 
 
-def pytest_collection_modifyitems(items):
-    """The notebooks first, the later lessons (which train longest) first among them.
+def _lesson(item) -> str | None:
+    """The lesson ("11") of a cell of notebooks/11_*.ipynb or solutions/11_*.ipynb, or None."""
+    number = item.path.name[:2]
+    if item.path.suffix == ".ipynb" and item.path.parent.name in ("notebooks", "solutions"):
+        return number if number.isdigit() else None
+    return None
 
-    `make test` spreads whole files over two processes (pytest-xdist, --dist loadfile), handed
+
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the groups
+def pytest_collection_modifyitems(items):
+    """The notebooks first, the later lessons (which train longest) first among them; a
+    lesson's learner notebook and its solution notebook in one group.
+
+    `make test` spreads the groups over two processes (pytest-xdist, --dist loadgroup), handed
     out in this order as each process frees up: a long notebook handed out last would run
-    alone at the end while the other process waits. The order of the cells inside a notebook,
-    and of the tests inside a file, is kept (a stable sort on the file alone).
+    alone at the end while the other process waits. A group is one test file, or one lesson's
+    two notebooks, run one after the other in one process: the second's training cells then
+    find the first's run (course/memo.py, `nbval_training_memo` below). The order of the
+    cells inside a notebook, and of the tests inside a file, is kept (a stable sort).
     """
 
     def weight(item):
-        if item.path.suffix != ".ipynb":
-            return (1, 0)
-        number = item.path.name[:2]
-        return (0, -int(number) if number.isdigit() else 0)
+        lesson = _lesson(item)
+        return (1, 0) if lesson is None else (0, -int(lesson))
 
     items.sort(key=weight)
+    for item in items:
+        lesson = _lesson(item)
+        group = f"lesson {lesson}" if lesson else item.path.relative_to(item.config.rootpath)
+        item.add_marker(pytest.mark.xdist_group(str(group)))
+
+
+def pytest_configure(config):
+    """One folder for the whole run (the main process makes it; pytest-xdist's workers
+    inherit the variable) where the notebooks' training runs are kept."""
+    if not hasattr(config, "workerinput") and MEMO_FOLDER not in os.environ:
+        os.environ[MEMO_FOLDER] = tempfile.mkdtemp(prefix="course-training-memo-")
+        config.add_cleanup(lambda: shutil.rmtree(os.environ.pop(MEMO_FOLDER), True))
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_setup(item):
+    """nbval starts a notebook's kernel while its first cell is set up: that kernel, and only
+    that kind (never a learner's, never another test's), gets COURSE_TRAINING_MEMO, so that a
+    training run the same as one already run in this session takes its end state instead of
+    training again (course/memo.py says what "the same" is). Training cells are
+    `nbval-ignore-output`; their stderr says "(reused: ...)" when it happens."""
+    if type(item).__name__ != "IPyNbCell" or MEMO_FOLDER not in os.environ:
+        return (yield)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv(memo.ENV, os.environ[MEMO_FOLDER])
+        return (yield)
 
 
 # The translated notebooks (solutions/ko/, notebooks/ko/) are the English ones with other prose:

@@ -71,6 +71,7 @@ import sys
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 
 import torch
@@ -79,6 +80,7 @@ from torch import nn
 from torch.nn.parallel import DistributedDataParallel
 from tqdm import tqdm
 
+from course import memo
 from course.data import BOS_ID, EOS_ID, PAD_ID, TASKS, load_task, make_batches
 from course.decoding import greedy_decode
 from course.transformer import Transformer
@@ -362,6 +364,13 @@ class TrainingLog:
         return self._read
 
 
+def _to(batch, device):
+    """A batch on `device`: one tensor, or a tuple of them."""
+    if isinstance(batch, torch.Tensor):
+        return batch.to(device)
+    return tuple(t.to(device) for t in batch)
+
+
 def translation_loss(model: nn.Module, batch, criterion: nn.Module) -> torch.Tensor:
     """criterion(model(src, tgt_in), tgt_out) over every target position: the loss a
     training step takes, teacher-forced, for a batch (src, tgt_in, tgt_out)."""
@@ -381,9 +390,10 @@ def train_steps(
     model: nn.Module,
     batches: Iterator,
     optimizer: torch.optim.Optimizer,
-    criterion: nn.Module,
+    criterion: nn.Module | None,
     steps: int,
     *,
+    loss_fn: Callable[[nn.Module, object], torch.Tensor] | None = None,
     scheduler=None,
     clip_norm: float = 0.0,
     device: torch.device | str = "cpu",
@@ -399,10 +409,12 @@ def train_steps(
 ) -> TrainingLog:
     """The training loop: teacher-forced steps from `start_step` until `steps`, or until
     the steps have taken `time_budget` seconds. One loop for the CLI, lesson 09 and its
-    RNN baseline.
+    RNN baseline, lesson 10's variants, lesson 11 and lesson 12's language model.
 
     Each step takes the next (src, tgt_in, tgt_out) from `batches`, computes
-    criterion(model(src, tgt_in), tgt_out) over every target position, clips the
+    criterion(model(src, tgt_in), tgt_out) over every target position (or, given
+    loss_fn instead of a criterion, loss_fn(model, batch) of any batch: lesson 12 passes
+    course.lm.lm_loss and batches of token rows), clips the
     gradients' norm to `clip_norm` (0: no clipping), steps the optimizer and the
     scheduler (if any). After each step on_step(log) may evaluate or save: the model is
     put back in train mode before the next step, and on_step's time is not counted.
@@ -421,6 +433,9 @@ def train_steps(
     finish (TrainingLog says why). On a GPU the clock around one step therefore times
     the queuing of its work, and the step that reads the losses back waits for the rest;
     the seconds of the steps add up to the time they took.
+
+    Under `make test` only, a run whose every input equals one that already ran in the same
+    test session takes that run's end state instead of training again (course/memo.py).
     """
     if isinstance(steps, bool) or not isinstance(steps, int) or steps < start_step:
         raise ValueError(f"steps must be an int >= start_step ({start_step}), got {steps!r}")
@@ -428,6 +443,32 @@ def train_steps(
         raise ValueError(f"time_budget must be a positive number of seconds, got {time_budget!r}")
     if isinstance(log_every, bool) or not isinstance(log_every, int) or log_every < 1:
         raise ValueError(f"log_every must be a positive int, got {log_every!r}")
+    if (criterion is None) == (loss_fn is None):
+        raise ValueError(
+            "train_steps needs a criterion (translation batches) or a loss_fn(model, batch), "
+            f"exactly one; got criterion={criterion!r} and loss_fn={loss_fn!r}"
+        )
+    if loss_fn is None:
+        loss_fn = partial(translation_loss, criterion=criterion)
+    run = partial(_train_loop, model, optimizer=optimizer, loss_fn=loss_fn, steps=steps,
+                  scheduler=scheduler, clip_norm=clip_norm, device=device, start_step=start_step,
+                  desc=desc, progress_every=progress_every, progress=progress, clock=clock,
+                  bf16=bf16, log_every=log_every)  # fmt: skip
+    if memo.folder() is not None and time_budget is None and on_step is None:  # make test
+        settings = dict(loss=loss_fn, steps=steps, start_step=start_step, clip_norm=clip_norm,
+                        device=str(device), bf16=bf16)  # fmt: skip
+        return memo.train_once(
+            lambda taken: run(iter(taken), time_budget=None, on_step=None),
+            batches, steps - start_step,
+            model=model, optimizer=optimizer, scheduler=scheduler, settings=settings,
+        )  # fmt: skip
+    return run(batches, time_budget=time_budget, on_step=on_step)
+
+
+def _train_loop(model, batches, *, optimizer, loss_fn, steps, scheduler, clip_norm, device,
+                start_step, time_budget, on_step, desc, progress_every, progress, clock, bf16,
+                log_every) -> TrainingLog:  # fmt: skip
+    """train_steps' loop itself, its arguments checked."""
     log = TrainingLog(step=start_step)
     total = steps if time_budget is None else None  # a budget in seconds: no known end
     bar = tqdm(
@@ -446,9 +487,9 @@ def train_steps(
     while log.step < steps and (time_budget is None or log.seconds < time_budget):
         started = clock()
         model.train()  # on_step may have evaluated, in eval mode
-        src, tgt_in, tgt_out = (t.to(device) for t in next(batches))
+        batch = _to(next(batches), device)  # (src, tgt_in, tgt_out), or lesson 12's tokens
         with torch.autocast(torch.device(device).type, dtype=torch.bfloat16, enabled=bf16):
-            loss = translation_loss(model, (src, tgt_in, tgt_out), criterion)  # teacher forcing
+            loss = loss_fn(model, batch)  # translation: teacher forcing
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
         if clip_norm > 0:
@@ -532,18 +573,21 @@ def evaluate(
     corpus BLEU (sacrebleu), by `corpus_scores`.
 
     decode(model, src, max_len, bos_id, eos_id) -> (B, T_out) ids, as greedy_decode (the
-    default) and beam_search; `progress` shows a bar on stderr.
+    default) and beam_search; `progress` shows a bar on stderr. Beside the scores and the
+    outputs as text it returns the decoded ids, one (B, T_out) tensor per batch of
+    make_batches(pairs, task, batch_size, shuffle=False), to score them without decoding again.
     """
     as_text = pairs is None and task.references is not None  # the held-out split of real text
     pairs = task.test if pairs is None else pairs
     model.eval()
-    hypotheses, references = [], []
+    hypotheses, references, decoded = [], [], []
     batches = make_batches(pairs, task, batch_size, shuffle=False)
     n_batches = math.ceil(len(pairs) / batch_size)
     bar = tqdm(batches, total=n_batches, desc="evaluate", leave=False, disable=not progress)
     for src, _, tgt_out in bar:
-        out = decode(model, src.to(device), task.max_tgt_len + 1, BOS_ID, EOS_ID)
-        hypotheses += [output_words(row, task.tgt_vocab) for row in out.cpu().tolist()]
+        out = decode(model, src.to(device), task.max_tgt_len + 1, BOS_ID, EOS_ID).cpu()
+        decoded.append(out)  # (B, T_out)
+        hypotheses += [output_words(row, task.tgt_vocab) for row in out.tolist()]
         references += [output_words(row, task.tgt_vocab) for row in tgt_out.tolist()]
     if as_text:  # real text: score it as text, against the references
         hypotheses = [task.detokenize(words) for words in hypotheses]
@@ -563,6 +607,7 @@ def evaluate(
             for h, r in list(zip(hypotheses, references, strict=True))[:3]
         ],
         "outputs": hypotheses,  # every output, in the order of the pairs
+        "ids": decoded,  # the same outputs as ids, one (B, T_out) tensor per batch
     }
 
 

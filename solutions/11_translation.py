@@ -394,8 +394,8 @@ for name, decode in decoders:
 # %% [markdown]
 # Lesson 09 promised this comparison on real sentences. Beam search keeps the outputs the
 # model scores highest, $\log P(Y \mid X) / lp(|Y|)$; which outputs did it change, did the
-# model prefer them, and were they better? The cell decodes the held-out split again, in
-# `evaluate`'s batches, to read each output's score:
+# model prefer them, and were they better? The cell scores each output, batch by batch, from
+# the ids `evaluate` returned beside the text (`results[name]["ids"]`):
 
 # %% tags=["nbval-ignore-output"]
 import sacrebleu
@@ -406,9 +406,9 @@ from course.decoding import sequence_scores
 
 model_score = {name: [] for name, _ in decoders}  # log P(Y | X) / lp(|Y|) of each output
 with torch.no_grad():
-    for src, _, _ in make_batches(task.test, task, 256, shuffle=False):
-        for name, decode in decoders:
-            out = decode(model, src, task.max_tgt_len + 1, BOS_ID, EOS_ID)   # (B, T_out)
+    for i, (src, _, _) in enumerate(make_batches(task.test, task, 256, shuffle=False)):
+        for name in model_score:
+            out = results[name]["ids"][i]                # (B, T_out): evaluate's batch i, decoded
             model_score[name] += sequence_scores(model, src, out, BOS_ID, EOS_ID, alpha=0.6).tolist()
 greedy_out, beam_out, references = results["greedy"]["outputs"], results["beam 4"]["outputs"], task.references
 changed = [i for i in range(len(references)) if greedy_out[i] != beam_out[i]]

@@ -27,8 +27,8 @@
 #    cross-attention, and the three families of Transformers.
 
 # %%
+import itertools
 import math
-import time
 from collections import Counter
 
 import matplotlib.pyplot as plt
@@ -37,7 +37,7 @@ import torch
 from course import check, lm
 from course.data import BOS_ID, load_task
 from course.layers import DecoderLayer, EncoderLayer
-from course.train import CONFIGS
+from course.train import CONFIGS, train_steps
 from course.utils import device, mps_checked, seed_everything
 
 SEED = 0                 # the data split, the weights, the batches' order and every draw below
@@ -342,7 +342,8 @@ check.sample_next(sample_next)
 #
 # ## 5. Training, briefly
 #
-# The loop is lesson 09's with the translation taken out, and a simpler schedule: a batch of
+# The loop is lesson 09's `train_steps`, given the next-token loss in place of the
+# translation loss, and a simpler schedule: a batch of
 # `<bos> pieces <eos>` rows, the next-token loss (`course.lm.lm_loss`: the model reads
 # `tokens[:, :-1]` and must predict `tokens[:, 1:]`, padding ignored, no label smoothing),
 # AdamW with a short linear warm-up of the learning rate and then a constant rate (lesson 09
@@ -366,21 +367,13 @@ optimizer = torch.optim.AdamW(model.parameters(), lr=config["lr"], betas=(0.9, 0
 warmup = torch.optim.lr_scheduler.LambdaLR(
     optimizer, lambda step: min(1.0, (step + 1) / config["warmup"]))    # linear, then constant
 generator = torch.Generator().manual_seed(SEED)                         # the batches' order
-losses = []
-model.train()
-started = time.perf_counter()
-while len(losses) < STEPS:
-    for tokens in lm.lm_batches(data.train, config["batch_size"], shuffle=True, generator=generator):
-        loss = lm.lm_loss(model, tokens.to(DEVICE))                     # tokens (B, T) -> a number
-        optimizer.zero_grad()
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), config["clip_norm"])
-        optimizer.step()
-        warmup.step()
-        losses.append(loss.item())
-        if len(losses) == STEPS:
-            break
-train_seconds = time.perf_counter() - started
+batches = (tokens for epoch in itertools.count()                        # a new shuffle each pass
+           for tokens in lm.lm_batches(data.train, config["batch_size"], shuffle=True,
+                                       generator=generator))            # tokens (B, T)
+# lesson 09's loop; the loss is lm_loss(model, tokens), so there is no criterion (None)
+log = train_steps(model, batches, optimizer, None, STEPS, loss_fn=lm.lm_loss, scheduler=warmup,
+                  clip_norm=config["clip_norm"], device=DEVICE, progress_every=5.0)
+losses, train_seconds = log.losses, log.seconds
 model = model.to("cpu")                                # the rest of the lesson reads it on the CPU
 passes = STEPS * config["batch_size"] / len(data.train)
 print(f"{STEPS} steps ({passes:.2f} passes over the training sentences) in {train_seconds:.0f} s")

@@ -1,0 +1,182 @@
+"""One training run, not two, when the course's tests run the same lesson twice.
+
+`make test` runs every lesson's learner notebook and its solution notebook. Outside the
+exercises their code is the same, cell for cell (a test checks it), so the training cells of
+lessons 10 to 12 train the very same model twice: the same starting weights, the same
+batches, the same settings, the same random state. On the course's 2-core machine that second
+run is about four minutes of the suite. While `make test` runs nbval (tests/conftest.py sets
+COURSE_TRAINING_MEMO for the notebooks' kernels only, never for a learner, never for the
+other tests), `course.train.train_steps` keeps what each run ended with, and a run whose
+inputs are *all* equal to a kept one's takes its end state instead of computing it again:
+the weights, the optimizer's and the scheduler's state, torch's random state and the log.
+
+What makes that safe is the key (`fingerprint`): every input the loop reads, by value. The
+model's class, structure, mode and every parameter and buffer; the optimizer's and the
+scheduler's class and state (the learning-rate function's code and the values it closes
+over included); the loss's settings; every batch the run will take (drawn first, so that
+the batches' iterator ends where training would leave it); the steps, the clipping, the
+device, torch's random state and thread count and version. Anything it cannot read by value
+(an object it does not know) means no reuse: the run trains. A run with a time budget or an
+on_step callback always trains (its end depends on the clock, or it has side effects).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import sys
+import tempfile
+import types
+from collections.abc import Callable
+from functools import partial
+from pathlib import Path
+
+import torch
+from torch import nn
+
+ENV = "COURSE_TRAINING_MEMO"  # a folder: set, runs are kept there and reused
+
+
+def folder() -> Path | None:
+    """The folder named by COURSE_TRAINING_MEMO, or None (a learner's kernel: no reuse)."""
+    value = os.environ.get(ENV, "")
+    return Path(value) if value else None
+
+
+class Unreadable(TypeError):
+    """An input `fingerprint` cannot read by value: the run is not reused."""
+
+
+def _feed(digest, value, seen: dict[int, object]) -> None:
+    """Feed `value` into `digest` by value, with its type, so that equal inputs (and only
+    those) give equal digests."""
+    put = digest.update
+    if value is None or isinstance(value, bool | int | float | complex | str | bytes):
+        put(f"{type(value).__name__}:{value!r};".encode())
+        return
+    if isinstance(value, torch.Tensor):
+        tensor = value.detach().cpu().contiguous()
+        put(f"tensor:{tensor.dtype}:{tuple(tensor.shape)}:".encode())
+        put(tensor.view(torch.uint8).numpy().tobytes() if tensor.numel() else b"")
+        return
+    if isinstance(value, torch.dtype | torch.device):
+        put(f"{type(value).__name__}:{value};".encode())
+        return
+    if id(value) in seen:  # a cycle or a shared object: its place is enough
+        put(f"seen:{list(seen).index(id(value))};".encode())
+        return
+    seen[id(value)] = value  # kept alive: a freed object's id may be given to a new one
+    if isinstance(value, list | tuple):
+        put(f"{type(value).__name__}[{len(value)}]".encode())
+        for item in value:
+            _feed(digest, item, seen)
+    elif isinstance(value, dict):
+        put(f"dict[{len(value)}]".encode())
+        for key in sorted(value, key=repr):
+            _feed(digest, key, seen)
+            _feed(digest, value[key], seen)
+    elif isinstance(value, nn.Module):
+        put(f"module:{type(value).__qualname__}:{value!r}".encode())
+        _feed(digest, dict(value.state_dict()), seen)
+        for name, part in value.named_modules():  # each part's mode and plain settings
+            settings = {k: v for k, v in vars(part).items() if not k.startswith("_")}
+            _feed(digest, (name, type(part).__qualname__, settings), seen)
+    elif isinstance(value, torch.optim.Optimizer):
+        put(f"optimizer:{type(value).__qualname__}".encode())
+        _feed(digest, value.state_dict(), seen)
+    elif isinstance(value, torch.optim.lr_scheduler.LRScheduler):
+        put(f"scheduler:{type(value).__qualname__}".encode())
+        _feed(digest, value.state_dict(), seen)
+        _feed(digest, getattr(value, "lr_lambdas", None), seen)
+    elif isinstance(value, partial):
+        _feed(digest, (value.func, value.args, value.keywords), seen)
+    elif isinstance(value, types.FunctionType):  # its code, and every value it reads
+        code = value.__code__
+        cells = tuple(cell.cell_contents for cell in value.__closure__ or ())
+        put(f"function:{value.__module__}.{value.__qualname__}".encode())
+        _feed(digest, (code, value.__defaults__, value.__kwdefaults__, cells), seen)
+        names = _names(code)
+        _feed(digest, {k: value.__globals__[k] for k in names if k in value.__globals__}, seen)
+    elif isinstance(value, types.CodeType):
+        _feed(digest, (value.co_code, value.co_consts, value.co_names), seen)
+    elif isinstance(value, types.ModuleType):  # an imported module: by name
+        put(f"module:{value.__name__};".encode())
+    elif isinstance(value, types.BuiltinFunctionType | type):
+        put(f"{type(value).__name__}:{value.__module__}.{value.__qualname__};".encode())
+    else:
+        raise Unreadable(f"cannot read a {type(value).__qualname__} by value")
+
+
+def _names(code: types.CodeType) -> set[str]:
+    """The global names a function's code (nested functions' included) may read."""
+    names = set(code.co_names)
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            names |= _names(const)
+    return names
+
+
+def fingerprint(*inputs) -> str | None:
+    """A hex digest of `inputs` by value, or None when one of them cannot be read."""
+    digest = hashlib.sha256(f"torch {torch.__version__};".encode())
+    try:
+        _feed(digest, inputs, {})
+    except Unreadable:
+        return None
+    return digest.hexdigest()
+
+
+def train_once(
+    run: Callable[[list], object],
+    batches,
+    count: int,
+    *,
+    model: nn.Module,
+    optimizer: torch.optim.Optimizer,
+    scheduler,
+    settings: dict,
+):
+    """run(batches) -> log, or the log a run with every input equal left in the memo folder.
+
+    Draws `count` batches first (what the run will take), fingerprints them with the model,
+    the optimizer, the scheduler, `settings` and torch's random state, and either restores a
+    kept run's end state into model, optimizer and scheduler or calls run on those batches and
+    keeps its end state. Without a memo folder, or with an input it cannot read, it just runs.
+    """
+    where = folder()
+    taken = [batch for _, batch in zip(range(count), batches, strict=False)]
+    inputs = (model, optimizer, scheduler, settings, taken)
+    key = None
+    if where is not None:
+        state = (torch.get_rng_state(), torch.get_num_threads())
+        key = fingerprint(*inputs, state)
+    path = where / f"{key}.pt" if key is not None else None
+    if path is not None and path.is_file():
+        kept = torch.load(path, weights_only=False)
+        model.load_state_dict(kept["model"])
+        model.train(kept["training"])
+        optimizer.load_state_dict(kept["optimizer"])
+        if scheduler is not None:
+            scheduler.load_state_dict(kept["scheduler"])
+        torch.set_rng_state(kept["rng"])
+        print(
+            f"(reused: this test session already ran this training with the same weights, "
+            f"batches and settings; {ENV} is set only under `make test`)",
+            file=sys.stderr,
+        )
+        return kept["log"]
+    log = run(taken)
+    if path is not None:
+        kept = dict(
+            model=model.state_dict(),
+            training=model.training,
+            optimizer=optimizer.state_dict(),
+            scheduler=scheduler.state_dict() if scheduler is not None else None,
+            rng=torch.get_rng_state(),
+            log=log,
+        )
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=path.parent, delete=False, suffix=".part") as file:
+            torch.save(kept, file)
+        os.replace(file.name, path)  # whole or not at all: another process may read it
+    return log
