@@ -105,10 +105,11 @@ test-fast: $(STAMP) ## The Python tests in tests/ (no nbval), but not those that
 notebooks: $(STAMP) ## Regenerate learner + solution notebooks from solutions/NN_*.py (one lesson: LESSON=02)
 	$(BIN)/python -m course.authoring build $(LESSON)
 
-# Translated editions (course/i18n.py, docs/authoring.md): the units of every lesson that has a
-# catalogue in translations/<lang>/ merged into it; PRUNE=1 also drops the obsolete entries.
+# Translated editions (course/i18n.py, docs/authoring.md): the units of every lesson and docs page
+# that has a catalogue in translations/<lang>/ merged into it, then the translated pages
+# docs/<lang>/*.md written from them; PRUNE=1 also drops the obsolete entries.
 PRUNE ?=
-translations: $(STAMP) ## Update translations/ko/*.po from the English lessons (changed: fuzzy; new: untranslated)
+translations: $(STAMP) ## Update translations/ko/ from the English lessons and pages (changed: fuzzy; new: untranslated), write docs/ko/
 	$(BIN)/python -m course.translations update $(LESSON)$(if $(PRUNE), --prune)
 
 lint: $(STAMP) ## ruff on the package, tests, lesson sources and notebooks

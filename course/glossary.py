@@ -3,7 +3,8 @@ and emphasis that renders.
 
     python -m course.glossary        # exit 1 and one line per problem, else "no problems"
 
-For every lesson catalogue translations/ko/NN_name.po (each translated entry, in order):
+For every lesson catalogue translations/ko/NN_name.po and docs page catalogue
+translations/ko/docs/NAME.po (each translated entry, in order; "the lesson" below is the page):
   - no forbidden variant of a term (변압기 for 트랜스포머, 잔여 연결 for 잔차 연결, ...);
   - an English paragraph that uses a term (`attention`, `keys`, `layer normalisation`, the
     `encoder` of `encoder-decoder`) has its Korean form in the translation (not for a row in
@@ -20,8 +21,8 @@ For every lesson catalogue translations/ko/NN_name.po (each translated entry, in
     `**잔차 연결(residual connection)**은` (emphasis ending in punctuation right before a
     letter, commonmark-spec#650), so the asterisks would show; write `**잔차 연결**(residual
     connection)은`.
-README.ko.md and docs/ko/*.md (not the glossary itself) are held to the forbidden variants and
-the emphasis rule too.
+README.ko.md and docs/ko/*.md (not the glossary itself; the pages generated from the docs
+catalogues too) are held to the forbidden variants and the emphasis rule too.
 """
 
 from __future__ import annotations
@@ -231,7 +232,8 @@ def lint(root: Path = ROOT) -> list[str]:
     terms = load_terms(root / "docs" / "ko" / "glossary.md")
     not_terms = load_not_terms(root / "docs" / "ko" / "glossary.md")
     problems = []
-    for path in sorted((root / "translations" / "ko").glob("*.po")):
+    catalogues = root / "translations" / "ko"
+    for path in sorted(catalogues.glob("*.po")) + sorted(catalogues.glob("docs/*.po")):
         problems += lint_catalogue(path, terms, not_terms)
     pages = [root / "README.ko.md", *sorted((root / "docs" / "ko").glob("*.md"))]
     for page in pages:

@@ -12,14 +12,26 @@ msgmerge does (`python -m course.translations update`, `make translations`): an 
 keeps its translation; a changed one keeps the old translation, marked fuzzy, with the old
 English beside it (`#| msgid`); a new one is added untranslated; a removed one becomes
 obsolete (`#~`). `problems` lists, naming the lesson and the paragraph, every entry that is
-fuzzy, untranslated or obsolete, and every translation that lost a `{{ field }}`, a `$math$`
-or a `code` span of its English; `make test` fails on any.
+fuzzy, untranslated or obsolete, and every translation that lost a `{{ field }}`, a `$math$`,
+a `code` span or a link's target of its English; `make test` fails on any.
 
 `make notebooks` (course.authoring) then writes, for each lesson with a catalogue,
 `solutions/<lang>/NN_name.ipynb` and `notebooks/<lang>/NN_name.ipynb`: the English notebooks
 of the same build, code cells and outputs unchanged, each markdown cell rebuilt from its
 translated units (`translate_lesson`) and filled with the same run's field values. An
 untranslated or fuzzy unit is shown in English (and `problems` names it).
+
+The learner's first pages, docs/index.md and docs/exercises.md, are translated the same way
+(any page of docs/ that has a catalogue, `translations/<lang>/docs/NAME.po`): the same units,
+with two differences that keep a re-timing from staling them. A table row is cut into its
+cells, and a cell that holds no words (a number, a time, `code`, a link whose text is code) is
+copied, never a unit. And a page's figures (a number, a duration `35 s`, a date, a version, a
+machine `2-core AMD EPYC`: what tools/timings.py writes) are fields of its units, numbered
+`{{ 1 }}`, `{{ 2 }}`, ... in the msgid and filled from the English page whenever the
+translated page is written (`translate_page`, into docs/<lang>/NAME.md: `make translations`,
+and `tools/timings.py --write-docs` after it rewrites the figures). The translated page's links
+go to the translated twin where there is one (a lesson's notebooks, a translated page, the
+README), else to the English page, marked as such.
 """
 
 from __future__ import annotations
@@ -27,6 +39,7 @@ from __future__ import annotations
 import copy
 import difflib
 import hashlib
+import posixpath
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -52,7 +65,27 @@ KEPT = {
     "field": re.compile(r"\{\{.*?\}\}"),
     "math": re.compile(r"\$\$.*?\$\$|\$[^$]+\$"),
     "code": re.compile(r"`[^`]+`"),
+    "link": re.compile(r"\]\([^)\s]+\)"),  # a link's target (its text is translated)
 }
+# A figure on a docs page: a machine ("2-core AMD EPYC 7B13"), or a date, a duration, a number
+# or a version ("0.2", "1,000", "2.13.0+cpu"), or a range of two ("0.2 to 1.0", "4 s to 2.1
+# minutes"); never inside a word (float64) or a path. A range is one figure: a re-timing whose
+# two ends meet writes one value there ("4 s"), and the unit stays the same.
+_ONE = r"(?:\d{4}-\d\d-\d\d|\d+(?:[.,]\d+)*(?:\+\w+)?(?: (?:s|ms|minutes?)\b)?)"
+FIGURE = re.compile(
+    rf"(?<![\w.,/#$+-])(?:\d+-core(?: [A-Z0-9][\w-]*)+|{_ONE}(?: to {_ONE})?)(?!\w)"
+)
+NUMBERED = re.compile(r"\{\{ (\d+) \}\}")  # a figure's place in a page's unit
+# A figure as each language writes it (the English stays as tools/timings.py wrote it): each
+# end of a range, then the range's " to ".
+FIGURE_WORDS = {
+    "ko": [
+        (re.compile(r"^(\d+)-core "), r"\1코어 "),
+        (re.compile(r"^([\d.]+) minutes?$"), r"\1분"),
+        (re.compile(r"^([\d.]+) s$"), r"\1초"),
+    ],
+}
+RANGE = {"ko": "~"}
 
 
 @dataclass
@@ -64,11 +97,18 @@ class Block:
     text: str | None = None
     raw: str = ""
     at: int = 0  # the cell's line where it starts (0-based)
+    figures: tuple[str, ...] = ()  # a page's unit: the figures its {{ 1 }}, {{ 2 }}, ... hold
+    cells: list[Block] | None = None  # a page's table row: its cells, each a block
 
-    def render(self, translated: str | None = None) -> str:
+    def render(self, translated: str | None = None, lang: str | None = None) -> str:
+        """The block's markdown: its unit, or `translated`, with the figures filled in (as
+        `lang` writes them, for a translation)."""
         if self.text is None:
             return self.raw
-        first, *rest = (translated or self.text).split("\n")
+        text = translated or self.text
+        if self.figures:
+            text = fill_figures(text, self.figures, lang if translated else None)
+        first, *rest = text.split("\n")
         return "\n".join([self.prefix + first] + [self.follow + line for line in rest])
 
 
@@ -78,9 +118,61 @@ def _has_words(text: str) -> bool:
     return re.search(r"[^\W\d_]", text) is not None
 
 
-def split_markdown(source: str) -> list[Block]:
-    """The blocks of one markdown cell, in order; joining their renderings gives it back,
-    each unit's lines joined by one space."""
+def mask_figures(text: str) -> tuple[str, tuple[str, ...]]:
+    """A page's unit with its figures as numbered fields, and the figures: `took 8.2 minutes
+    on 2026-12-03` -> (`took {{ 1 }} on {{ 2 }}`, ("8.2 minutes", "2026-12-03")). Code, math,
+    fields and link targets keep their digits."""
+    kept = [m.span() for pattern in KEPT.values() for m in pattern.finditer(text)]
+    figures: list[str] = []
+
+    def number(match: re.Match) -> str:
+        if any(start <= match.start() < end for start, end in kept):
+            return match.group(0)
+        figures.append(match.group(0))
+        return f"{{{{ {len(figures)} }}}}"
+
+    return FIGURE.sub(number, text), tuple(figures)
+
+
+def fill_figures(text: str, figures: tuple[str, ...], lang: str | None = None) -> str:
+    """`text` with each numbered field replaced by its figure, written as `lang` writes it."""
+
+    def one(value: str) -> str:
+        for pattern, words in FIGURE_WORDS.get(lang, []):
+            value = pattern.sub(words, value)
+        return value
+
+    def figure(match: re.Match) -> str:
+        value = figures[int(match.group(1)) - 1]
+        if lang is None or " to " not in value:
+            return one(value)
+        return RANGE.get(lang, " to ").join(one(end) for end in value.split(" to "))
+
+    return NUMBERED.sub(figure, text)
+
+
+def _unit(text: str, page: bool, raw: str, at: int, **where) -> Block:
+    """A unit of `text` (its figures masked, on a page) where it has words, else `raw` kept."""
+    figures = ()
+    if page:
+        text, figures = mask_figures(text)
+    if _has_words(text):
+        return Block(text=text, figures=figures, at=at, **where)
+    return Block(raw=raw, at=at)
+
+
+def _cells(line: str, at: int) -> Block:
+    """A page's table row, cut into its cells (at the pipes that are no `\\|`)."""
+    indent = line[: len(line) - len(line.lstrip())]
+    inner = line.strip().removeprefix("|").removesuffix("|")
+    cells = [_unit(cell.strip(), True, cell.strip(), at) for cell in re.split(r"(?<!\\)\|", inner)]
+    return Block(prefix=indent, cells=cells, at=at)
+
+
+def split_markdown(source: str, page: bool = False) -> list[Block]:
+    """The blocks of one markdown cell (or, `page`, of a docs page: its table rows cut into
+    cells and its figures masked), in order; joining their renderings gives it back, each
+    unit's lines joined by one space."""
     lines = source.split("\n")
     blocks: list[Block] = []
     i = 0
@@ -119,13 +211,13 @@ def split_markdown(source: str) -> list[Block]:
                     end += 1
             blocks.append(Block(raw="\n".join(lines[i : end + 1]), at=i))
             i = end + 1
+        elif TABLE_ROW.match(line) and page:
+            blocks.append(_cells(line, i))
+            i += 1
         elif TABLE_ROW.match(line):
             text = line.strip()
             indent = line[: len(line) - len(line.lstrip())]
-            if _has_words(text):
-                blocks.append(Block(prefix=indent, text=text, at=i))
-            else:
-                blocks.append(Block(raw=line, at=i))
+            blocks.append(_unit(text, page, line, i, prefix=indent))
             i += 1
         else:
             if m := HEADING.match(line):
@@ -136,6 +228,9 @@ def split_markdown(source: str) -> list[Block]:
             elif m := QUOTE.match(line):
                 prefix, first, more = m.group(1), m.group(2), True
                 follow = prefix
+                if quoted := LIST_ITEM.match(first):  # a list in a block quote: item by item
+                    prefix, first = prefix + quoted.group(1), quoted.group(2)
+                    follow = follow + " " * len(quoted.group(1))
             else:
                 prefix = line[: len(line) - len(line.lstrip())]
                 first, follow, more = line.strip(), prefix, True
@@ -144,25 +239,46 @@ def split_markdown(source: str) -> list[Block]:
             item = LIST_ITEM.match(line) is not None
             while more and i < len(lines) and not starts_block(lines[i], item):
                 nxt = lines[i]
-                if follow.strip() == ">" or follow.startswith(">"):
+                if follow.strip().startswith(">"):
                     q = QUOTE.match(nxt)
-                    if not q:
-                        break
+                    if not q or (prefix.strip() != ">" and LIST_ITEM.match(q.group(2))):
+                        break  # out of the quote, or its list's next item
                     nxt = q.group(2)
                 parts.append(nxt.strip())
                 i += 1
-            text = " ".join(parts)
-            if _has_words(text):
-                blocks.append(Block(prefix=prefix, follow=follow, text=text, at=at))
-            else:
-                blocks.append(Block(raw="\n".join(lines[at:i]), at=at))
+            raw = "\n".join(lines[at:i])
+            blocks.append(_unit(" ".join(parts), page, raw, at, prefix=prefix, follow=follow))
     return blocks
 
 
-def render(blocks: list[Block], translations: dict[str, str] | None = None) -> str:
-    """A markdown cell from its blocks, each unit replaced by its translation where given."""
+def render(
+    blocks: list[Block],
+    translations: dict[str, str] | None = None,
+    lang: str | None = None,
+    relink=None,
+) -> str:
+    """A markdown cell from its blocks, each unit replaced by its translation where given;
+    `relink(markdown)` rewrites the links of every block but fenced code and display math."""
     translations = translations or {}
-    return "\n".join(b.render(translations.get(b.text) if b.text else None) for b in blocks)
+    relink = relink or (lambda text: text)
+
+    def one(block: Block) -> str:
+        if block.cells is not None:
+            return block.prefix + "| " + " | ".join(one(c) for c in block.cells) + " |"
+        if block.text is None:
+            fenced = FENCE.match(block.raw) or block.raw.strip().startswith("$$")
+            return block.raw if fenced else relink(block.raw)
+        return relink(block.render(translations.get(block.text), lang))
+
+    return "\n".join(one(b) for b in blocks)
+
+
+def unit_blocks(blocks: list[Block]):
+    """The blocks that are units, a table row's cells included, in order."""
+    for block in blocks:
+        for one in block.cells if block.cells is not None else [block]:
+            if one.text is not None:
+                yield one
 
 
 @dataclass
@@ -173,28 +289,41 @@ class Unit:
 
 
 def units(source: Path) -> list[Unit]:
-    """The translation units of a lesson source, in order, each once."""
-    lesson = jupytext.reads(source.read_text(encoding="utf-8"), fmt="py:percent")
-    starts = [
-        n
-        for n, line in enumerate(source.read_text("utf-8").split("\n"), 1)
-        if line.startswith("# %%")
-    ]
+    """The translation units of a lesson source (or of a docs page, NAME.md), in order, each
+    once."""
+    text = source.read_text(encoding="utf-8")
+    if is_page(source):
+        cells = [(text, 1)]  # the page's line 1
+    else:
+        lesson = jupytext.reads(text, fmt="py:percent")
+        starts = [n for n, line in enumerate(text.split("\n"), 1) if line.startswith("# %%")]
+        cells = [
+            (cell.source, start + 1)
+            for cell, start in zip(lesson.cells, starts, strict=True)
+            if cell.cell_type == "markdown"
+        ]
     found: dict[str, Unit] = {}
-    for cell, start in zip(lesson.cells, starts, strict=True):
-        if cell.cell_type != "markdown":
-            continue
-        for block in split_markdown(cell.source):
-            if block.text is not None and block.text not in found:
+    for markdown, first in cells:
+        for block in unit_blocks(split_markdown(markdown, page=is_page(source))):
+            if block.text not in found:
                 heading = HEADING.match(block.prefix) is not None
-                found[block.text] = Unit(block.text, start + 1 + block.at, heading)
+                found[block.text] = Unit(block.text, first + block.at, heading)
     return list(found.values())
+
+
+def is_page(source: Path) -> bool:
+    """A docs page (docs/NAME.md), not a lesson source (solutions/NN_name.py)."""
+    return source.suffix == ".md"
 
 
 # ---------------------------------------------------------- catalogues ----------
 
 
 def catalogue_path(source: Path, lang: str, root: Path = ROOT) -> Path:
+    """translations/<lang>/NN_name.po for a lesson, translations/<lang>/docs/NAME.po for a
+    docs page."""
+    if is_page(source):
+        return root / "translations" / lang / "docs" / f"{source.stem}.po"
     return root / "translations" / lang / f"{source.stem}.po"
 
 
@@ -289,7 +418,7 @@ def problems(source: Path, lang: str, root: Path = ROOT) -> list[str]:
                 "`make translations PRUNE=1`)"
             )
             continue
-        at = f"{source.name}:{entry.occurrences[0][1]}"
+        at = ":".join(entry.occurrences[0])  # solutions/01_rnn_limits.py:42, docs/index.md:9
         if "fuzzy" in entry.flags:
             found.append(
                 f"{name}: stale: the English at {at} changed since it was translated: "
@@ -319,6 +448,130 @@ def translations(source: Path, lang: str, root: Path = ROOT) -> dict[str, str]:
         for e in load(path)
         if not e.obsolete and e.msgstr.strip() and "fuzzy" not in e.flags
     }
+
+
+# ------------------------------------------------------------- docs pages ----------
+
+DOCS = "docs"  # the folder of the pages; a translated page goes to docs/<lang>/NAME.md
+# The first lines of a translated page: where it comes from, then (under its title) the way
+# to its English twin and to the glossary.
+GENERATED = (
+    "<!-- Generated from {english} and {catalogue} by `make translations` "
+    "(course/i18n.py): edit those, never this file. -->"
+)
+SWITCH = {"ko": "[English]({english}) · **한국어** · [용어집](glossary.md)"}
+ENGLISH_ONLY = {"ko": "(영어)"}  # after a link to a page that has no translated twin
+LINK = re.compile(r"\[((?:[^\[\]]|\[[^\[\]]*\])*)\]\(([^)\s]+)\)")
+LESSON_FILE = re.compile(r"(notebooks|solutions)/(\d\d_\w+)\.ipynb")
+
+
+def pages(lang: str, root: Path = ROOT) -> list[Path]:
+    """The docs pages translated into `lang`: those with a catalogue, docs/NAME.md."""
+    folder = root / "translations" / lang / DOCS
+    return [root / DOCS / f"{po.stem}.md" for po in sorted(folder.glob("*.po"))]
+
+
+def edition_page(source: Path, lang: str, root: Path = ROOT) -> Path:
+    return root / DOCS / lang / source.name
+
+
+def twin(path: str, lang: str, root: Path = ROOT) -> str | None:
+    """The translated twin of a file of the repository (a path from its root), or None: a
+    lesson's notebooks where the lesson has a catalogue, a docs page with a catalogue (or a
+    page of docs/<lang>/ of that name, the glossary), README.<lang>.md."""
+    if lesson := LESSON_FILE.fullmatch(path):
+        folder, stem = lesson.groups()
+        source = root / "solutions" / f"{stem}.py"
+        return f"{folder}/{lang}/{stem}.ipynb" if lang in editions(source, root) else None
+    if path == "README.md":
+        return f"README.{lang}.md" if (root / f"README.{lang}.md").exists() else None
+    if page := re.fullmatch(rf"{DOCS}/([\w.-]+\.md)", path):
+        name = page.group(1)
+        if (
+            catalogue_path(root / DOCS / name, lang, root).exists()
+            or (root / DOCS / lang / name).exists()
+        ):
+            return f"{DOCS}/{lang}/{name}"
+    return None
+
+
+def lesson_title(stem: str, lang: str, root: Path = ROOT) -> str | None:
+    """A lesson's translated title, its catalogue's first heading without the `NN · ` (None
+    while it is untranslated or stale)."""
+    path = catalogue_path(root / "solutions" / f"{stem}.py", lang, root)
+    if path.exists():
+        for entry in load(path):
+            if not entry.obsolete and "heading" in (entry.comment or "").split():
+                if entry.msgstr.strip() and "fuzzy" not in entry.flags:
+                    return re.sub(r"^\d+\s*·\s*", "", entry.msgstr.strip())
+                return None
+    return None
+
+
+def relink(markdown: str, source: Path, lang: str, root: Path = ROOT) -> str:
+    """The links of a page's `markdown`, written from docs/<lang>/: to the translated twin of
+    their target where it has one (a learner notebook's link, named by the file, then named by
+    the lesson's translated title), else to the English file, followed by ENGLISH_ONLY. A
+    link to the twin drops the English heading's #fragment: the twin's headings are its own."""
+    base = source.parent.relative_to(root).as_posix()
+    here = f"{DOCS}/{lang}"
+
+    def link(match: re.Match) -> str:
+        text, target = match.groups()
+        if re.match(r"[a-z][\w+.-]*:", target) or target.startswith("#"):
+            return match.group(0)  # another site, or this page
+        path, mark, fragment = target.partition("#")
+        repo = posixpath.normpath(posixpath.join(base, path))
+        other = twin(repo, lang, root)
+        if other is None:
+            return f"[{text}]({posixpath.relpath(repo, here)}{mark}{fragment}){ENGLISH_ONLY[lang]}"
+        lesson = LESSON_FILE.fullmatch(repo)
+        if lesson and lesson.group(1) == "notebooks" and text == f"`{lesson.group(2)}`":
+            text = lesson_title(lesson.group(2), lang, root) or text
+        return f"[{text}]({posixpath.relpath(other, here)})"
+
+    return LINK.sub(link, markdown)
+
+
+def translate_page(source: Path, lang: str, root: Path = ROOT) -> str:
+    """The translated page of docs/NAME.md: every unit from its catalogue (an untranslated or
+    stale one in English), filled with the English page's figures as `lang` writes them,
+    its links relinked; code, math and fenced blocks as in English."""
+    blocks = split_markdown(source.read_text(encoding="utf-8"), page=True)
+    table = translations(source, lang, root)
+    body = render(blocks, table, lang, lambda text: relink(text, source, lang, root)).split("\n")
+    title = next((n for n, line in enumerate(body) if HEADING.match(line)), -1)
+    here = edition_page(source, lang, root).parent
+    switch = SWITCH[lang].format(english=posixpath.relpath(source.as_posix(), here.as_posix()))
+    body[title + 1 : title + 1] = ["", switch]
+    english = source.relative_to(root).as_posix()
+    catalogue = catalogue_path(source, lang, root).relative_to(root).as_posix()
+    return GENERATED.format(english=english, catalogue=catalogue) + "\n\n" + "\n".join(body)
+
+
+def write_page(source: Path, lang: str, root: Path = ROOT) -> bool:
+    """Write docs/<lang>/NAME.md from the English page and its catalogue; True if it changed."""
+    path, text = edition_page(source, lang, root), translate_page(source, lang, root)
+    if path.exists() and path.read_text(encoding="utf-8") == text:
+        return False
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+    return True
+
+
+def page_staleness(source: Path, lang: str, root: Path = ROOT) -> list[str]:
+    """Why the translated page is not what its English page and catalogue make (empty: it is)."""
+    path = edition_page(source, lang, root)
+    name = path.relative_to(root).as_posix()
+    if not path.exists():
+        return [f"{name} is missing: run `make translations`"]
+    if path.read_text(encoding="utf-8") != translate_page(source, lang, root):
+        english = source.relative_to(root).as_posix()
+        return [
+            f"{name} is not what {english} and its catalogue make: run `make translations` "
+            "(it is generated: never edit it by hand)"
+        ]
+    return []
 
 
 # ------------------------------------------------------------- notebooks ----------

@@ -26,6 +26,8 @@ from pathlib import Path
 import pytest
 from _tools import load
 
+from course import i18n
+
 ROOT = Path(__file__).resolve().parents[1]
 timings = load("timings")
 
@@ -126,7 +128,7 @@ def test_each_figure_on_the_pages_is_the_records(figure):
     )
 
 
-@pytest.mark.parametrize("page", ["README.md", "docs/index.md"])
+@pytest.mark.parametrize("page", ["README.md", "docs/index.md", "docs/ko/index.md"])
 def test_the_run_all_column_is_the_record_to_the_second(page):
     text = (ROOT / page).read_text(encoding="utf-8")
     rows = dict(re.findall(r"^\| (\d\d) \|.*\| ([^|]*) \| [^|]* \|$", text, re.M))
@@ -153,6 +155,62 @@ def test_the_pages_name_the_records_machine():
     if "site" in RECORD["entries"]:
         readme = (ROOT / "README.md").read_text(encoding="utf-8")
         assert f"on a {machine['cores']}-core {cpu}, from `docs/timings.json`" in readme
+
+
+# --- the translated pages (docs/ko/, generated from the English ones by course.i18n) ----------
+
+TRANSLATED = [p.relative_to(ROOT).as_posix() for p in i18n.pages("ko")]
+
+
+def korean_figures(record: dict, page: str) -> list[str]:
+    """The figures of `page`'s prose (not its Run All column) as the Korean page writes them."""
+    found = []
+    for figure in FIGURES:
+        if figure.page == page and not figure.name.startswith(f"{page}: Run All of "):
+            text = " ".join(re.sub(r"(?m)^>", "", figure.render(record)).split())  # unboxed
+            found += [i18n.fill_figures("{{ 1 }}", (f,), "ko") for f in i18n.mask_figures(text)[1]]
+    return found
+
+
+@pytest.mark.parametrize("page", TRANSLATED)
+def test_the_korean_pages_quote_the_records_figures(page):
+    korean = (ROOT / "docs" / "ko" / Path(page).name).read_text(encoding="utf-8")
+    figures = korean_figures(RECORD, page)
+    assert figures, f"{page}: no figure of the record"
+    for figure in figures:
+        assert figure in korean, f"docs/ko/{Path(page).name} lacks {figure!r}: make translations"
+
+
+def test_a_retiming_rewrites_the_korean_pages_and_stales_no_translation(tmp_path):
+    """tools/timings.py --write-docs writes the Korean pages too; their figures are their
+    units' fields, so neither a re-timing here nor a record of another machine stales them."""
+    shutil.copytree(ROOT / "docs", tmp_path / "docs")
+    shutil.copytree(ROOT / "translations", tmp_path / "translations")
+    shutil.copy(ROOT / "README.md", tmp_path / "README.md")
+    shutil.copy(ROOT / "README.ko.md", tmp_path / "README.ko.md")
+    later = copy.deepcopy(RECORD)  # this machine, another day, other seconds and loads
+    stamps = [*later["entries"].values(), *later["entries"]["run-all"]["lessons"].values()]
+    for n, entry in enumerate(stamps):
+        entry.update(date="2027-01-05T09:00:00+00:00", load_before=1.5, load_after=2.0 + n / 10)
+        for key in ("seconds", "train_seconds"):
+            if key in entry:
+                entry[key] *= 1.7
+    for record in (later, full_record()):
+        changed = timings.write_docs(record, tmp_path)
+        assert {f"docs/ko/{Path(p).name}" for p in TRANSLATED} <= set(changed), changed
+        for page in TRANSLATED:
+            english = tmp_path / page
+            assert i18n.problems(english, "ko", tmp_path) == [], page
+            assert i18n.page_staleness(english, "ko", tmp_path) == [], page
+            korean = (tmp_path / "docs" / "ko" / english.name).read_text(encoding="utf-8")
+            assert all(f in korean for f in korean_figures(record, page)), page
+        korean_map = (tmp_path / "docs" / "ko" / "index.md").read_text(encoding="utf-8")
+        rows = dict(re.findall(r"^\| (\d\d) \|.*\| ([^|]*) \| [^|]* \|$", korean_map, re.M))
+        assert rows == {lesson: timings.run_all_cell(record, lesson) for lesson in LESSONS}
+    timings.write_docs(RECORD, tmp_path)  # the committed record gives the committed pages
+    for page in TRANSLATED:
+        name = f"docs/ko/{Path(page).name}"
+        assert (tmp_path / name).read_text() == (ROOT / name).read_text(), name
 
 
 # Durations left on these pages outside the figures above: none is a timing of a command.

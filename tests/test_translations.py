@@ -6,7 +6,11 @@
 - the Korean notebooks are the English ones with Korean prose: code cells and outputs equal
   cell for cell, the prose filled with the same run's values, current with their catalogue;
 - a learner's edits in notebooks/ko/ are protected exactly as in notebooks/;
-- nbval does not run solutions/ko/ or notebooks/ko/ (the English run proves them).
+- nbval does not run solutions/ko/ or notebooks/ko/ (the English run proves them);
+- the docs pages with a catalogue (the course map, the exercises page) are held to the same,
+  and their Korean pages docs/ko/NAME.md are what `make translations` writes from them: a
+  changed English sentence stales its entry, a changed figure does not (it is a field), the
+  links lead to the Korean notebooks and pages, code and verdict lines stay English.
 """
 
 import re
@@ -279,3 +283,166 @@ def test_korean_learner_edits_stay_or_are_backed_up_as_in_english(course_root):
     assert len(backups) == 1 and "내 답" in backups[0].read_text(encoding="utf-8")
     assert "아주 작은 레슨" in nbformat.read(learner, as_version=4).cells[0].source
     assert any("backups/ko/99_tiny." in s for s in said)
+
+
+# --------------------------------------------- docs pages (issue 44) ----------
+# docs/index.md (the course map) and docs/exercises.md have catalogues too,
+# translations/ko/docs/NAME.po, and their Korean pages docs/ko/NAME.md are generated from the
+# English page and the catalogue by `make translations` (course.i18n.translate_page).
+
+PAGES = i18n.pages("ko")
+FENCED = re.compile(r"^```.*?^```", re.S | re.M)
+
+
+def test_the_course_map_and_the_exercises_page_have_korean_catalogues():
+    assert {p.relative_to(ROOT).as_posix() for p in PAGES} >= {"docs/index.md", "docs/exercises.md"}
+
+
+@pytest.mark.parametrize("page", PAGES, ids=[p.stem for p in PAGES])
+def test_korean_page_catalogue_is_current(page):
+    assert i18n.problems(page, "ko") == []
+
+
+@pytest.mark.parametrize("page", PAGES, ids=[p.stem for p in PAGES])
+def test_korean_page_is_what_make_translations_writes(page):
+    """docs/ko/NAME.md is generated: regenerating it gives the same bytes."""
+    assert i18n.page_staleness(page, "ko") == []
+
+
+@pytest.mark.parametrize("page", PAGES, ids=[p.stem for p in PAGES])
+def test_page_units_put_back_render_the_page_as_before(page):
+    text = page.read_text(encoding="utf-8")
+    assert _html(i18n.render(i18n.split_markdown(text, page=True))) == _html(text)
+
+
+def test_a_pages_units_are_cells_and_its_figures_are_fields():
+    page = (
+        "# Title\n\n| # | notebook | Run All |\n|---|---|---|\n"
+        "| 01 | [`01_x`](../notebooks/01_x.ipynb) | 35 s |\n| 02 | lesson 03's rule | — |\n\n"
+        "> - **How long:** 4 s to\n>   2.1 minutes, on a 2-core AMD EPYC 7B13.\n> - **Run:** it\n\n"
+        "Took 7.7 minutes, load average 0.2 to 1.0, 2026-12-03; float64, `3 s`, $x_1$."
+    )
+    blocks = i18n.split_markdown(page, page=True)
+    assert [b.text for b in i18n.unit_blocks(blocks)] == [
+        "Title",
+        "notebook",
+        "Run All",
+        "lesson {{ 1 }}'s rule",
+        "**How long:** {{ 1 }}, on a {{ 2 }}.",
+        "**Run:** it",
+        "Took {{ 1 }}, load average {{ 2 }}, {{ 3 }}; float64, `3 s`, $x_1$.",
+    ]
+    korean = {
+        "**How long:** {{ 1 }}, on a {{ 2 }}.": "**시간:** {{ 2 }}에서 {{ 1 }}.",
+        "Took {{ 1 }}, load average {{ 2 }}, {{ 3 }}; float64, `3 s`, $x_1$.": (
+            "{{ 1 }} 걸림, 부하 평균 {{ 2 }}, {{ 3 }}. float64, `3 s`, $x_1$."
+        ),
+    }
+    out = i18n.render(blocks, korean, "ko")
+    assert "| 01 | [`01_x`](../notebooks/01_x.ipynb) | 35 s |" in out  # cells kept, not units
+    assert "> - **시간:** 2코어 AMD EPYC 7B13에서 4초~2.1분.\n> - **Run:** it" in out
+    assert "7.7분 걸림, 부하 평균 0.2~1.0, 2026-12-03. float64, `3 s`, $x_1$." in out
+
+
+@pytest.fixture
+def docs_root(tmp_path):
+    """A copy of the docs pages, their catalogues (and the lessons'), README.ko.md."""
+    shutil.copytree(ROOT / "docs", tmp_path / "docs")
+    shutil.copytree(ROOT / "translations", tmp_path / "translations")
+    shutil.copy(ROOT / "README.ko.md", tmp_path / "README.ko.md")
+    return tmp_path
+
+
+PAGE_OLD = "Replace the two lines with your code, run the cell, then run the checker cell below it:"
+PAGE_NEW = "Replace the two lines with your answer, run the cell, then run the checker cell below:"
+
+
+def test_a_changed_english_sentence_of_a_page_is_stale_until_translated(docs_root):
+    page = docs_root / "docs" / "exercises.md"
+    assert i18n.problems(page, "ko", docs_root) == []
+    assert i18n.page_staleness(page, "ko", docs_root) == []
+    text = page.read_text(encoding="utf-8")
+    line = text[: text.index(PAGE_OLD)].count("\n") + 1
+    page.write_text(text.replace(PAGE_OLD, PAGE_NEW), encoding="utf-8")
+
+    found = i18n.problems(page, "ko", docs_root)
+    assert len(found) == 1, found
+    assert "translations/ko/docs/exercises.po: stale" in found[0]
+    assert f"docs/exercises.md:{line}" in found[0] and "with your answer" in found[0]
+    assert "docs/ko/exercises.md is not what" in i18n.page_staleness(page, "ko", docs_root)[0]
+
+    i18n.update(page, "ko", docs_root)  # `make translations`
+    i18n.write_page(page, "ko", docs_root)
+    korean = (docs_root / "docs" / "ko" / "exercises.md").read_text(encoding="utf-8")
+    assert PAGE_NEW in korean  # until translated, the page shows the English
+    po = polib.pofile(str(i18n.catalogue_path(page, "ko", docs_root)))
+    entry = next(e for e in po if e.msgid == PAGE_NEW)
+    assert "fuzzy" in entry.flags and entry.previous_msgid == PAGE_OLD
+    entry.msgstr = "두 줄을 여러분의 답으로 바꾸고 셀을 실행한 다음, 아래의 채점기 셀을 실행합니다:"
+    entry.flags.remove("fuzzy")
+    po.save()
+    assert i18n.problems(page, "ko", docs_root) == []
+    assert i18n.write_page(page, "ko", docs_root)
+    assert "여러분의 답으로" in (docs_root / "docs" / "ko" / "exercises.md").read_text("utf-8")
+
+
+def test_a_changed_figure_stales_nothing_and_reaches_the_korean_page(docs_root):
+    page = docs_root / "docs" / "index.md"
+    text = page.read_text(encoding="utf-8")
+    assert "(about 2.9 MB)" in text
+    page.write_text(text.replace("(about 2.9 MB)", "(about 3.1 MB)"), encoding="utf-8")
+    assert i18n.problems(page, "ko", docs_root) == []
+    assert i18n.write_page(page, "ko", docs_root)
+    korean = (docs_root / "docs" / "ko" / "index.md").read_text(encoding="utf-8")
+    assert "약 3.1 MB" in korean and "2.9 MB" not in korean
+
+
+def test_the_korean_map_links_the_korean_notebooks_pages_and_glossary():
+    text = (ROOT / "docs" / "ko" / "index.md").read_text(encoding="utf-8")
+    rows = re.findall(r"^\| (\d\d) \| \[([^\]]+)\]\(([^)]+)\) \|.*\| \[([^\]]+)\]\(([^)]+)\) \|$",
+                      text, re.M)  # fmt: skip
+    assert [r[0] for r in rows] == [s.stem[:2] for s in SOURCES]
+    for (_, name, notebook, solution, answers), source in zip(rows, SOURCES, strict=True):
+        title = i18n.lesson_title(source.stem, "ko")
+        assert title and HANGUL.search(title) and name == title, (source.stem, name)
+        assert notebook == f"../../notebooks/ko/{source.stem}.ipynb"
+        assert answers == f"../../solutions/ko/{source.stem}.ipynb" and solution == "풀이"
+    assert "[English](../index.md)" in text and "](glossary.md)" in text
+
+
+@pytest.mark.parametrize("page", PAGES, ids=[p.stem for p in PAGES])
+def test_a_korean_pages_links_resolve_and_english_only_ones_say_so(page):
+    korean = i18n.edition_page(page, "ko")
+    text = FENCED.sub("", korean.read_text(encoding="utf-8"))
+    for match in i18n.LINK.finditer(text):
+        target = match.group(2).partition("#")[0]
+        if re.match(r"[a-z]+:", target):
+            continue
+        file = (korean.parent / target).resolve()
+        assert file.is_file(), (korean.name, target)
+        in_korean = "ko" in file.relative_to(ROOT).parts or file.name == "README.ko.md"
+        marked = text[match.end() :].startswith(i18n.ENGLISH_ONLY["ko"])
+        assert marked != in_korean or match.group(1) == "English", (korean.name, target)
+
+
+@pytest.mark.parametrize("page", PAGES, ids=[p.stem for p in PAGES])
+def test_a_korean_page_keeps_the_code_of_its_english_page(page):
+    english = page.read_text(encoding="utf-8")
+    korean = i18n.edition_page(page, "ko").read_text(encoding="utf-8")
+    assert FENCED.findall(korean) == FENCED.findall(english)  # the verdict lines, in English
+    assert HANGUL.search(FENCED.sub("", korean))
+
+
+def test_the_korean_exercises_page_says_once_that_verdicts_stay_english():
+    korean = (ROOT / "docs" / "ko" / "exercises.md").read_text(encoding="utf-8")
+    assert korean.count("판정 메시지는 아직 영어입니다") == 1
+
+
+def test_a_translation_that_changes_a_link_target_is_named(docs_root):
+    page = docs_root / "docs" / "index.md"
+    po = polib.pofile(str(i18n.catalogue_path(page, "ko", docs_root)))
+    entry = next(e for e in po if e.msgid.startswith("[How exercises work]"))
+    entry.msgstr = entry.msgstr.replace("](exercises.md)", "](ko/exercises.md)")
+    po.save()
+    found = i18n.problems(page, "ko", docs_root)
+    assert len(found) == 1 and "link spans" in found[0] and "exercises.md" in found[0], found

@@ -1,6 +1,8 @@
 """The Korean edition's lint (course/glossary.py): one term per concept, the English beside a
 term's first use in each lesson, and emphasis that CommonMark renders before a particle."""
 
+import shutil
+
 import polib
 import pytest
 
@@ -191,3 +193,17 @@ def test_a_not_the_term_row_must_name_a_term_its_phrase_uses(tmp_path):
     page.write_text(rows + "\n| Not the term | Term |\n|---|---|\n| group key | kye |\n")
     with pytest.raises(ValueError, match="'group key' \\| 'kye'"):
         glossary.load_not_terms(page)
+
+
+def test_the_docs_pages_catalogues_are_linted_too(tmp_path):
+    """translations/ko/docs/NAME.po (the course map, the exercises page): the same rules, the
+    page's first use of a term glossed."""
+    (tmp_path / "docs" / "ko").mkdir(parents=True)
+    shutil.copy(glossary.ROOT / "docs" / "ko" / "glossary.md", tmp_path / "docs" / "ko")
+    pages = tmp_path / "translations" / "ko" / "docs"
+    pages.mkdir(parents=True)
+    path = _catalogue(tmp_path, [("A residual connection adds.", "잔차 연결이 더합니다.")])
+    path.rename(pages / "index.po")
+    found = glossary.lint(tmp_path)
+    assert len(found) == 1 and "translations/ko/docs/index.po (line 1" in found[0], found
+    assert "잔차 연결(residual connection)" in found[0]

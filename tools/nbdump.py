@@ -1,17 +1,28 @@
-"""Print a notebook's cells with their outputs, numbered, as plain text: python tools/nbdump.py solutions/11_translation.ipynb"""
-import json, sys
+"""Print a notebook's cells with their outputs, numbered, as plain text:
+python tools/nbdump.py solutions/11_translation.ipynb"""
+
+import json
+import sys
+
+
+def _text(value) -> str:
+    return "".join(value) if isinstance(value, list) else value
+
+
 nb = json.load(open(sys.argv[1]))
 for i, c in enumerate(nb["cells"]):
-    src = "".join(c["source"]) if isinstance(c["source"], list) else c["source"]
     print(f"===== cell {i} [{c['cell_type']}] =====")
-    print(src)
+    print(_text(c["source"]))
     for o in c.get("outputs", []):
         if "text" in o:
-            t = o["text"]; print("----- output -----"); print("".join(t) if isinstance(t, list) else t)
+            print("----- output -----")
+            print(_text(o["text"]))
         elif "data" in o:
             d = o["data"]
             if "text/plain" in d:
-                t = d["text/plain"]; print("----- output -----"); print("".join(t) if isinstance(t, list) else t)
-            if "image/png" in d: print("[figure]")
+                print("----- output -----")
+                print(_text(d["text/plain"]))
+            if "image/png" in d:
+                print("[figure]")
         elif o.get("output_type") == "error":
             print("----- ERROR -----", o.get("ename"), o.get("evalue"))

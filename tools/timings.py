@@ -7,6 +7,7 @@ never by hand (`--write-docs`), and tests/test_timings.py checks that they agree
     python tools/timings.py --only site,train             # some; the record keeps the others
     python tools/timings.py --only run-all --lessons 02,05
     python tools/timings.py --write-docs                  # rewrite the pages from the record
+                                                          # (and the translated pages, docs/ko/)
     python tools/timings.py --only all --write-docs       # measure everything, then rewrite
 
 What is timed (the names --only and --skip take), each by its wall-clock seconds:
@@ -1045,7 +1046,9 @@ def quoted(figure: Figure, root: Path = ROOT) -> list[re.Match]:
 
 
 def write_docs(record: dict, root: Path = ROOT) -> list[str]:
-    """Rewrite every figure in the pages from `record`; returns the pages that changed."""
+    """Rewrite every figure in the pages from `record`, then the translated pages generated
+    from them (docs/ko/index.md: its figures are its units' fields, so a re-timing stales no
+    translation); returns the pages that changed."""
     pages: dict[str, str] = {}
     for figure in figures():
         text = pages.setdefault(figure.page, (root / figure.page).read_text(encoding="utf-8"))
@@ -1062,6 +1065,21 @@ def write_docs(record: dict, root: Path = ROOT) -> list[str]:
         if (root / page).read_text(encoding="utf-8") != text:
             (root / page).write_text(text, encoding="utf-8")
             changed.append(page)
+    return changed + translated_pages(root)
+
+
+def translated_pages(root: Path = ROOT) -> list[str]:
+    """Write the translated docs pages afresh (course.i18n, what `make translations` writes
+    them with); returns those that changed."""
+    if str(ROOT) not in sys.path:  # this checkout's `course`
+        sys.path.insert(0, str(ROOT))
+    from course import i18n
+
+    changed = []
+    for lang in i18n.LANGUAGES:
+        for page in i18n.pages(lang, root):
+            if i18n.write_page(page, lang, root):
+                changed.append(i18n.edition_page(page, lang, root).relative_to(root).as_posix())
     return changed
 
 
@@ -1080,8 +1098,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--write-docs",
         action="store_true",
-        help="rewrite the figures README.md and docs/*.md quote from the record (alone: "
-        "measure nothing; with --only, --skip or --lessons: after measuring)",
+        help="rewrite the figures README.md and docs/*.md quote from the record, and the "
+        "translated pages docs/<lang>/*.md made from them (alone: measure nothing; with "
+        "--only, --skip or --lessons: after measuring)",
     )
     parser.add_argument("--fresh", action="store_true", help="a new record, not an update")
     parser.add_argument("--record", type=Path, default=RECORD, help="default docs/timings.json")
