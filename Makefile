@@ -73,15 +73,15 @@ torch-index: ## Print which torch build `make install` would install here, and w
 lab: $(STAMP) ## Start JupyterLab on the course (extra options: LAB_ARGS="--no-browser --port=8899")
 	$(BIN)/jupyter lab --ServerApp.root_dir="$(CURDIR)" --LabApp.default_url=/lab/tree/notebooks $(ROOT_ARG) $(LAB_ARGS)
 
-# `make test` spreads the tests over JOBS processes (pytest-xdist; --dist loadgroup keeps a test
-# file, or one lesson's learner and solution notebooks, in one process, in order: conftest.py
-# groups them, and the second notebook reuses the first's training runs, course/memo.py),
-# each torch on one thread: two processes with
+# `make test` spreads the test files over JOBS processes (pytest-xdist; --dist loadfile keeps
+# each file's tests, each notebook's cells, in order in one process, and conftest.py keeps a
+# lesson's learner and solution notebooks in one process, one after the other, so that the
+# second reuses the first's training runs: course/memo.py), each torch on one thread: two processes with
 # two threads each on two cores spin-wait for each other (lesson 11's training cell took over
 # 300 s instead of 64 s). JOBS=1 runs everything in one process, as before.
 JOBS ?= 2
 test: $(STAMP) ## Unit and pipeline tests, then nbval over every notebook in notebooks/ and solutions/ (JOBS=2 processes)
-	OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 $(BIN)/python -m pytest -n $(JOBS) --dist loadgroup
+	OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 $(BIN)/python -m pytest -n $(JOBS) --dist loadfile
 
 # The solution notebooks' printed outputs were made on one machine; another CPU rounds floats
 # differently (other vector kernels in torch, MKL and oneDNN), and a cell that prints anything

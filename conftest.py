@@ -48,36 +48,47 @@ def pytest_runtest_call(item):
     return result
 
 
-def _lesson(item) -> str | None:
+LESSON_NOTEBOOK = re.compile(r"^(?:notebooks|solutions)/(\d\d)_[^/:]*\.ipynb::")
+
+
+def _lesson(nodeid: str) -> str | None:
     """The lesson ("11") of a cell of notebooks/11_*.ipynb or solutions/11_*.ipynb, or None."""
-    number = item.path.name[:2]
-    if item.path.suffix == ".ipynb" and item.path.parent.name in ("notebooks", "solutions"):
-        return number if number.isdigit() else None
-    return None
+    found = LESSON_NOTEBOOK.match(nodeid)
+    return found.group(1) if found else None
 
 
-@pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the groups
 def pytest_collection_modifyitems(items):
-    """The notebooks first, the later lessons (which train longest) first among them; a
-    lesson's learner notebook and its solution notebook in one group.
+    """The notebooks first, the later lessons (which train longest) first among them.
 
-    `make test` spreads the groups over two processes (pytest-xdist, --dist loadgroup), handed
+    `make test` spreads whole files over two processes (pytest-xdist, --dist loadfile), handed
     out in this order as each process frees up: a long notebook handed out last would run
-    alone at the end while the other process waits. A group is one test file, or one lesson's
-    two notebooks, run one after the other in one process: the second's training cells then
-    find the first's run (course/memo.py, `nbval_training_memo` below). The order of the
-    cells inside a notebook, and of the tests inside a file, is kept (a stable sort).
+    alone at the end while the other process waits. The order of the cells inside a notebook,
+    and of the tests inside a file, is kept (a stable sort on the lesson alone), and a lesson's
+    learner notebook comes before its solution notebook.
     """
 
     def weight(item):
-        lesson = _lesson(item)
+        lesson = _lesson(item.nodeid)
         return (1, 0) if lesson is None else (0, -int(lesson))
 
     items.sort(key=weight)
-    for item in items:
-        lesson = _lesson(item)
-        group = f"lesson {lesson}" if lesson else item.path.relative_to(item.config.rootpath)
-        item.add_marker(pytest.mark.xdist_group(str(group)))
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config, log):
+    """--dist loadfile, but a lesson's learner and solution notebooks are one "file": one
+    process runs the one, then the other, so that the second's training runs find the first's
+    (course/memo.py, `pytest_runtest_setup` below) instead of training in parallel with it."""
+    if config.getvalue("dist") != "loadfile":
+        return None
+    from xdist.scheduler import LoadFileScheduling
+
+    class LessonScheduling(LoadFileScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            lesson = _lesson(nodeid)
+            return f"lesson {lesson}" if lesson else super()._split_scope(nodeid)
+
+    return LessonScheduling(config, log)
 
 
 def pytest_configure(config):

@@ -18,9 +18,9 @@ PACKAGE = Path(__file__).resolve().parent.parent / "course"
 # The floors, bottom first. A module may import from its own floor (the graph being free of
 # circles orders those) and from the floors below; never from a floor above.
 FLOORS = {
-    # the basics: helpers, the repository's links and Colab's install cell, and the ground
-    # floor of the data (special ids, Vocab, pad_rows)
-    "basics": ("__init__", "utils", "tokens", "links", "colab"),
+    # the basics: helpers, the repository's links and Colab's install cell, the ground floor
+    # of the data (special ids, Vocab, pad_rows), and memo (make test's reuse of a training run)
+    "basics": ("__init__", "utils", "tokens", "links", "colab", "memo"),
     # the model, lesson by lesson, and what decodes it: no data in here
     "model": (
         "attention",
