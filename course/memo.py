@@ -47,6 +47,9 @@ class Unreadable(TypeError):
     """An input `fingerprint` cannot read by value: the run is not reused."""
 
 
+_HELD_ELSEWHERE = ("_parameters", "_buffers", "_modules")  # read through named_parameters() & co
+
+
 def _feed(digest, value, seen: dict[int, object]) -> None:
     """Feed `value` into `digest` by value, with its type, so that equal inputs (and only
     those) give equal digests."""
@@ -66,6 +69,8 @@ def _feed(digest, value, seen: dict[int, object]) -> None:
         put(f"seen:{list(seen).index(id(value))};".encode())
         return
     seen[id(value)] = value  # kept alive: a freed object's id may be given to a new one
+    if isinstance(value, set | frozenset):
+        value = sorted(value, key=repr)
     if isinstance(value, list | tuple):
         put(f"{type(value).__name__}[{len(value)}]".encode())
         for item in value:
@@ -76,11 +81,16 @@ def _feed(digest, value, seen: dict[int, object]) -> None:
             _feed(digest, key, seen)
             _feed(digest, value[key], seen)
     elif isinstance(value, nn.Module):
-        put(f"module:{type(value).__qualname__}:{value!r}".encode())
-        _feed(digest, dict(value.state_dict()), seen)
-        for name, part in value.named_modules():  # each part's mode and plain settings
-            settings = {k: v for k, v in vars(part).items() if not k.startswith("_")}
-            _feed(digest, (name, type(part).__qualname__, settings), seen)
+        # every parameter and buffer (state_dict leaves out a non-persistent buffer, such as
+        # lesson 10's sparse pattern), which of them are one tensor (tied weights), and each
+        # part's class and every other attribute (its mode, a dropout's p, a loss's smoothing)
+        tensors = [*value.named_parameters(remove_duplicate=False),
+                   *value.named_buffers(remove_duplicate=False)]  # fmt: skip
+        first: dict[int, str] = {}
+        _feed(digest, [(name, first.setdefault(id(t), name), t) for name, t in tensors], seen)
+        for name, part in value.named_modules():
+            rest = {k: v for k, v in vars(part).items() if k not in _HELD_ELSEWHERE}
+            _feed(digest, (name, type(part).__qualname__, rest), seen)
     elif isinstance(value, torch.optim.Optimizer):
         put(f"optimizer:{type(value).__qualname__}".encode())
         _feed(digest, value.state_dict(), seen)
@@ -93,7 +103,6 @@ def _feed(digest, value, seen: dict[int, object]) -> None:
     elif isinstance(value, types.FunctionType):  # its code, and every value it reads
         code = value.__code__
         cells = tuple(cell.cell_contents for cell in value.__closure__ or ())
-        put(f"function:{value.__module__}.{value.__qualname__}".encode())
         _feed(digest, (code, value.__defaults__, value.__kwdefaults__, cells), seen)
         names = _names(code)
         _feed(digest, {k: value.__globals__[k] for k in names if k in value.__globals__}, seen)
