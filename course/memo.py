@@ -3,17 +3,18 @@
 `make test` runs every lesson's learner notebook and its solution notebook. Outside the
 exercises their code is the same, cell for cell (a test checks it), so the training cells of
 lessons 10 to 12 train the very same model twice: the same starting weights, the same
-batches, the same settings, the same random state. On the course's 2-core machine that second
-run is about four minutes of the suite. While `make test` runs nbval (tests/conftest.py sets
+batches, the same settings, the same random state. On the course's 2-core machine those second
+runs were about three minutes of the suite's work. While `make test` runs nbval (conftest.py sets
 COURSE_TRAINING_MEMO for the notebooks' kernels only, never for a learner, never for the
 other tests), `course.train.train_steps` keeps what each run ended with, and a run whose
 inputs are *all* equal to a kept one's takes its end state instead of computing it again:
 the weights, the optimizer's and the scheduler's state, torch's random state and the log.
 
 What makes that safe is the key (`fingerprint`): every input the loop reads, by value. The
-model's class, structure, mode and every parameter and buffer; the optimizer's and the
-scheduler's class and state (the learning-rate function's code and the values it closes
-over included); the loss's settings; every batch the run will take (drawn first, so that
+model's every parameter and buffer (state_dict leaves out non-persistent ones), which of them
+are one tensor, each part's class and other attributes (its mode among them); the optimizer's
+and the scheduler's class and state (the learning-rate function's code, and the values it
+closes over and the globals it reads); the loss's settings; every batch the run will take (drawn first, so that
 the batches' iterator ends where training would leave it); the steps, the clipping, the
 device, torch's random state and thread count and version. Anything it cannot read by value
 (an object it does not know) means no reuse: the run trains. A run with a time budget or an
