@@ -11,14 +11,15 @@ inputs are *all* equal to a kept one's takes its end state instead of computing 
 the weights, the optimizer's and the scheduler's state, torch's random state and the log.
 
 What makes that safe is the key (`fingerprint`): every input the loop reads, by value. The
-model's every parameter and buffer (state_dict leaves out non-persistent ones), which of them
-are one tensor, each part's class and other attributes (its mode among them); the optimizer's
-and the scheduler's class and state (the learning-rate function's code, and the values it
-closes over and the globals it reads); the loss's settings; every batch the run will take (drawn first, so that
-the batches' iterator ends where training would leave it); the steps, the clipping, the
-device, torch's random state and thread count and version. Anything it cannot read by value
-(an object it does not know) means no reuse: the run trains. A run with a time budget or an
-on_step callback always trains (its end depends on the clock, or it has side effects).
+model's every parameter and buffer (state_dict leaves out non-persistent ones), which of
+them are one tensor, each part's class and other attributes (its mode among them); the
+optimizer's and the scheduler's class and state (the learning-rate function's code, and the
+values it closes over and the globals it reads); the loss's settings; every batch the run
+will take (drawn first, so that the batches' iterator ends where training would leave it);
+the steps, the clipping, the device, torch's random state and thread count and version.
+Anything it cannot read by value (an object it does not know) means no reuse: the run
+trains. A run with a time budget or an on_step callback always trains (its end depends on
+the clock, or it has side effects).
 """
 
 from __future__ import annotations
