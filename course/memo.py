@@ -2,7 +2,7 @@
 
 `make test` runs every lesson's learner notebook and its solution notebook. Outside the
 exercises their code is the same, cell for cell (a test checks it), so the training cells of
-lessons 10 to 12 train the very same model twice: the same starting weights, the same
+lessons 09 to 12 train the very same model twice: the same starting weights, the same
 batches, the same settings, the same random state. On the course's 2-core machine those second
 runs were about three minutes of the suite's work. While `make test` runs nbval (conftest.py sets
 COURSE_TRAINING_MEMO for the notebooks' kernels only, never for a learner, never for the
@@ -18,18 +18,21 @@ values it closes over and the globals it reads); the loss's settings; every batc
 will take (drawn first, so that the batches' iterator ends where training would leave it);
 the steps, the clipping, the device, torch's random state and thread count and version.
 Anything it cannot read by value (an object it does not know) means no reuse: the run
-trains. A run with a time budget or an on_step callback always trains (its end depends on
-the clock, or it has side effects).
+trains. A run with an on_step callback always trains (the callback has side effects). A run
+with a time budget (lesson 09's RNNs) ends when the clock says: its key holds the budget, and
+the batches it took are compared once a later run has drawn as many (`train_once`).
 """
 
 from __future__ import annotations
 
 import hashlib
+import itertools
 import os
 import sys
 import tempfile
 import types
-from collections.abc import Callable
+import weakref
+from collections.abc import Callable, Iterator
 from functools import partial
 from pathlib import Path
 
@@ -62,7 +65,7 @@ def _feed(digest, value, seen: dict[int, object]) -> None:
     if isinstance(value, torch.Tensor):
         tensor = value.detach().cpu().contiguous()
         put(f"tensor:{tensor.dtype}:{tuple(tensor.shape)}:".encode())
-        put(tensor.view(torch.uint8).numpy().tobytes() if tensor.numel() else b"")
+        put(tensor.reshape(-1).view(torch.uint8).numpy().tobytes() if tensor.numel() else b"")
         return
     if isinstance(value, torch.dtype | torch.device):
         put(f"{type(value).__name__}:{value};".encode())
@@ -110,6 +113,9 @@ def _feed(digest, value, seen: dict[int, object]) -> None:
         _feed(digest, {k: value.__globals__[k] for k in names if k in value.__globals__}, seen)
     elif isinstance(value, types.CodeType):
         _feed(digest, (value.co_code, value.co_consts, value.co_names), seen)
+    elif isinstance(value, weakref.ref):  # what it refers to (a GRU's weights), or None
+        put(b"weakref:")
+        _feed(digest, value(), seen)
     elif isinstance(value, types.ModuleType):  # an imported module: by name
         put(f"module:{value.__name__};".encode())
     elif isinstance(value, types.BuiltinFunctionType | type):
@@ -138,10 +144,11 @@ def fingerprint(*inputs) -> str | None:
 
 
 def train_once(
-    run: Callable[[list], object],
-    batches,
+    run: Callable[[Iterator], object],
+    batches: Iterator,
     count: int,
     *,
+    budgeted: bool = False,
     model: nn.Module,
     optimizer: torch.optim.Optimizer,
     scheduler,
@@ -153,41 +160,81 @@ def train_once(
     the optimizer, the scheduler, `settings` and torch's random state, and either restores a
     kept run's end state into model, optimizer and scheduler or calls run on those batches and
     keeps its end state. Without a memo folder, or with an input it cannot read, it just runs.
+
+    A `budgeted` run (a time budget in `settings`) ends when the clock says, so how many
+    batches it takes is known only afterwards. Its first run keeps the batches' fingerprint
+    and count beside its end state; a later run with every other input equal draws that many
+    batches and is reused if they are the same ones (else it trains on them and the rest).
+    What it takes is the end of one real run with that budget on this machine, in this session.
     """
     where = folder()
-    taken = [batch for _, batch in zip(range(count), batches, strict=False)]
-    inputs = (model, optimizer, scheduler, settings, taken)
     key = None
     if where is not None:
         state = (torch.get_rng_state(), torch.get_num_threads())
-        key = fingerprint(*inputs, state)
-    path = where / f"{key}.pt" if key is not None else None
-    if path is not None and path.is_file():
-        kept = torch.load(path, weights_only=False)
-        model.load_state_dict(kept["model"])
-        model.train(kept["training"])
-        optimizer.load_state_dict(kept["optimizer"])
-        if scheduler is not None:
-            scheduler.load_state_dict(kept["scheduler"])
-        torch.set_rng_state(kept["rng"])
-        print(
-            f"(reused: this test session already ran this training with the same weights, "
-            f"batches and settings; {ENV} is set only under `make test`)",
-            file=sys.stderr,
-        )
-        return kept["log"]
-    log = run(taken)
-    if path is not None:
-        kept = dict(
-            model=model.state_dict(),
-            training=model.training,
-            optimizer=optimizer.state_dict(),
-            scheduler=scheduler.state_dict() if scheduler is not None else None,
-            rng=torch.get_rng_state(),
-            log=log,
-        )
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with tempfile.NamedTemporaryFile(dir=path.parent, delete=False, suffix=".part") as file:
-            torch.save(kept, file)
-        os.replace(file.name, path)  # whole or not at all: another process may read it
+        key = fingerprint(model, optimizer, scheduler, settings, state)
+    if key is None:
+        return run(batches)
+    path = where / f"{key}.pt"
+    if not budgeted:
+        taken = [batch for _, batch in zip(range(count), batches, strict=False)]
+        batches_key = fingerprint(taken)
+        if batches_key is None:
+            return run(iter(taken))
+        path = where / f"{fingerprint(key, batches_key)}.pt"
+        if path.is_file():
+            return _restore(path, model, optimizer, scheduler)
+        log = run(iter(taken))
+        _keep(path, log, model, optimizer, scheduler, len(taken), batches_key)
+        return log
+    if path.is_file():
+        kept_count, kept_batches = torch.load(path, weights_only=False)["batches"]
+        taken = [batch for _, batch in zip(range(kept_count), batches, strict=False)]
+        if fingerprint(taken) == kept_batches:
+            return _restore(path, model, optimizer, scheduler)
+        return run(itertools.chain(taken, batches))  # other batches: train, keep nothing
+    taken = []
+
+    def recorded():  # the batches as the run takes them, one per step
+        for batch in batches:
+            taken.append(batch)
+            yield batch
+
+    log = run(recorded())
+    batches_key = fingerprint(taken)
+    if batches_key is not None:
+        _keep(path, log, model, optimizer, scheduler, len(taken), batches_key)
     return log
+
+
+def _restore(path: Path, model, optimizer, scheduler):
+    """Put a kept run's end state into model, optimizer and scheduler; return its log."""
+    kept = torch.load(path, weights_only=False)
+    model.load_state_dict(kept["model"])
+    model.train(kept["training"])
+    optimizer.load_state_dict(kept["optimizer"])
+    if scheduler is not None:
+        scheduler.load_state_dict(kept["scheduler"])
+    torch.set_rng_state(kept["rng"])
+    print(
+        f"(reused: this test session already ran this training with the same weights, "
+        f"batches and settings; {ENV} is set only under `make test`)",
+        file=sys.stderr,
+    )
+    return kept["log"]
+
+
+def _keep(path: Path, log, model, optimizer, scheduler, count: int, batches_key: str) -> None:
+    """Keep a run's end state, and which batches it took, in `path`."""
+    kept = dict(
+        model=model.state_dict(),
+        training=model.training,
+        optimizer=optimizer.state_dict(),
+        scheduler=scheduler.state_dict() if scheduler is not None else None,
+        rng=torch.get_rng_state(),
+        log=log,
+        batches=(count, batches_key),
+    )
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.NamedTemporaryFile(dir=path.parent, delete=False, suffix=".part") as file:
+        torch.save(kept, file)
+    os.replace(file.name, path)  # whole or not at all: another process may read it

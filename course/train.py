@@ -363,6 +363,18 @@ class TrainingLog:
             self._unread.clear()
         return self._read
 
+    def extend(self, later: TrainingLog) -> TrainingLog:
+        """This log with the steps of `later`, a run that continued it, added: its step
+        count, each loss and the seconds (train_steps(..., log=this) does it)."""
+        if later.step - len(later.step_seconds) != self.step:
+            raise ValueError(f"a run from step {later.step - len(later.step_seconds)} cannot "
+                             f"continue a log at step {self.step}")  # fmt: skip
+        self.losses.extend(later.losses)  # both read back: the order stays the steps' order
+        self.step = later.step
+        self.seconds += later.seconds
+        self.step_seconds += later.step_seconds
+        return self
+
 
 def _to(batch, device):
     """A batch on `device`: one tensor, or a tuple of them."""
@@ -406,6 +418,7 @@ def train_steps(
     clock: Callable[[], float] = time.perf_counter,
     bf16: bool = False,
     log_every: int = 10,
+    log: TrainingLog | None = None,
 ) -> TrainingLog:
     """The training loop: teacher-forced steps from `start_step` until `steps`, or until
     the steps have taken `time_budget` seconds. One loop for the CLI, lesson 09 and its
@@ -434,9 +447,19 @@ def train_steps(
     the queuing of its work, and the step that reads the losses back waits for the rest;
     the seconds of the steps add up to the time they took.
 
+    Given `log`, the log of the steps taken so far, the run continues it: it starts at
+    log.step (`steps` is still where it ends) and adds its steps, losses and seconds to that
+    log, which it returns. Lesson 09 trains this way 50 steps at a time, scoring the model
+    between the calls.
+
     Under `make test` only, a run whose every input equals one that already ran in the same
     test session takes that run's end state instead of training again (course/memo.py).
     """
+    if log is not None:
+        if start_step not in (0, log.step):
+            raise ValueError(f"start_step {start_step} and a log at step {log.step}: give one "
+                             "(a run continuing a log starts at its step)")  # fmt: skip
+        start_step = log.step
     if isinstance(steps, bool) or not isinstance(steps, int) or steps < start_step:
         raise ValueError(f"steps must be an int >= start_step ({start_step}), got {steps!r}")
     if time_budget is not None and not time_budget > 0:
@@ -451,25 +474,28 @@ def train_steps(
     if loss_fn is None:
         loss_fn = partial(translation_loss, criterion=criterion)
     run = partial(_train_loop, model, optimizer=optimizer, loss_fn=loss_fn, steps=steps,
-                  scheduler=scheduler, clip_norm=clip_norm, device=device, start_step=start_step,
-                  desc=desc, progress_every=progress_every, progress=progress, clock=clock,
-                  bf16=bf16, log_every=log_every)  # fmt: skip
-    if memo.folder() is not None and time_budget is None and on_step is None:  # make test
+                  scheduler=scheduler, clip_norm=clip_norm, device=device, desc=desc,
+                  progress_every=progress_every, progress=progress, clock=clock, bf16=bf16,
+                  log_every=log_every)  # fmt: skip
+    if memo.folder() is not None and on_step is None:  # make test
         settings = dict(loss=loss_fn, steps=steps, start_step=start_step, clip_norm=clip_norm,
-                        device=str(device), bf16=bf16)  # fmt: skip
-        return memo.train_once(
-            lambda taken: run(iter(taken), time_budget=None, on_step=None),
-            batches, steps - start_step,
+                        device=str(device), bf16=bf16, time_budget=time_budget)  # fmt: skip
+        taken = memo.train_once(
+            lambda batches: run(batches, time_budget=time_budget, on_step=None,
+                                log=TrainingLog(step=start_step)),
+            batches, steps - start_step, budgeted=time_budget is not None,
             model=model, optimizer=optimizer, scheduler=scheduler, settings=settings,
         )  # fmt: skip
-    return run(batches, time_budget=time_budget, on_step=on_step)
+        return taken if log is None else log.extend(taken)
+    return run(batches, time_budget=time_budget, on_step=on_step,
+               log=TrainingLog(step=start_step) if log is None else log)  # fmt: skip
 
 
 def _train_loop(model, batches, *, optimizer, loss_fn, steps, scheduler, clip_norm, device,
-                start_step, time_budget, on_step, desc, progress_every, progress, clock, bf16,
-                log_every) -> TrainingLog:  # fmt: skip
-    """train_steps' loop itself, its arguments checked."""
-    log = TrainingLog(step=start_step)
+                time_budget, on_step, desc, progress_every, progress, clock, bf16, log_every,
+                log) -> TrainingLog:  # fmt: skip
+    """train_steps' loop itself, its arguments checked, continuing `log`."""
+    start_step = log.step
     total = steps if time_budget is None else None  # a budget in seconds: no known end
     bar = tqdm(
         total=total,

@@ -47,6 +47,7 @@ from course.train import (
     ADAM_BETAS,
     ADAM_EPS,
     CONFIGS,
+    TrainingLog,
     build_model,
     build_optimizer,
     checked_device,
@@ -357,9 +358,10 @@ print("ignore_index = dropping the padded positions:", torch.allclose(with_ignor
 # loss, clips, and steps Adam and the schedule; a progress bar shows the loss and the rate.
 # `make train` takes {{ config["steps"] }} steps. Here we take {{ steps }},
 # {{ steps * config["batch_size"] / len(task.train):.0f }} passes over the
-# {{ len(task.train):, }} training pairs, and every 50 steps translate 200 held-out
-# sentences to follow the exact match (the share translated without a single wrong word),
-# BLEU (section 6), and the share of outputs that have the right words in any order.
+# {{ len(task.train):, }} training pairs, 50 at a time: each `train_steps` call continues
+# one log (`log=log`), and between the calls we translate 200 held-out sentences to follow
+# the exact match (the share translated without a single wrong word), BLEU (section 6), and
+# the share of outputs that have the right words in any order.
 #
 # We also count, for section 8, the tokens the model reads and the padded positions
 # besides, and time the steps by `time.process_time`, the CPU time this notebook's process used: on one
@@ -393,12 +395,11 @@ batches = (batch for _, _, batch in training_batches(task, config["batch_size"],
 monitor, curve = task.test[:200], []   # curve: (step, exact match, right words, BLEU)
 
 
-def every_50_steps(log):
-    if log.step % 50 == 0:
-        scores = evaluate(model, task, DEVICE, batch_size=200, pairs=monitor, progress=False)
-        any_order = sum(sorted(output.split()) == sorted(target)      # the same words,
-                        for output, (_, target) in zip(scores["outputs"], monitor, strict=True))
-        curve.append((log.step, scores["exact_match"], any_order / len(monitor), scores["bleu"]))
+def follow(step):
+    scores = evaluate(model, task, DEVICE, batch_size=200, pairs=monitor, progress=False)
+    any_order = sum(sorted(output.split()) == sorted(target)          # the same words,
+                    for output, (_, target) in zip(scores["outputs"], monitor, strict=True))
+    curve.append((step, scores["exact_match"], any_order / len(monitor), scores["bleu"]))
 
 
 n_parameters = sum(p.numel() for p in model.parameters())
@@ -411,10 +412,14 @@ print(f"{n_parameters:,} parameters")
 # them are not compared by the course's tests; cells further down check the lesson's claims.
 
 # %% tags=["nbval-ignore-output"]
-log = train_steps(model, counted(batches), optimizer, criterion, steps, scheduler=scheduler,
-                  clip_norm=config["clip_norm"], on_step=every_50_steps, desc="train",
-                  progress_every=3.0,                  # redraw the bar every 3 s at most
-                  clock=time.process_time, device=DEVICE)
+log = TrainingLog(step=0)
+while log.step < steps:                                # 50 steps, then score the model
+    train_steps(model, counted(batches), optimizer, criterion, log.step + 50, log=log,
+                scheduler=scheduler, clip_norm=config["clip_norm"],
+                desc=f"train, steps {log.step + 1}-{log.step + 50}",
+                progress_every=3.0,                    # redraw the bar every 3 s at most
+                clock=time.process_time, device=DEVICE)
+    follow(log.step)
 model = model.to("cpu")                                # the rest of the lesson reads it on the CPU
 transformer_seconds = log.seconds
 print(f"{log.step} steps in {log.seconds:.1f} s of CPU time; mean loss of the last 50 steps "

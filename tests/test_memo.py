@@ -148,12 +148,107 @@ def test_nothing_is_kept_or_reused_without_the_variable(tmp_path, monkeypatch, c
     assert "reused" not in capsys.readouterr().err and list(tmp_path.iterdir()) == []
 
 
-def test_a_run_with_a_time_budget_or_a_callback_always_trains(folder, capsys):
-    run(setup(), time_budget=60.0)
-    run(setup(), time_budget=60.0)
+def test_a_run_with_a_callback_always_trains(folder, capsys):
     run(setup(), on_step=lambda log: None)
     run(setup(), on_step=lambda log: None)
     assert "reused" not in capsys.readouterr().err and not folder.exists()
+
+
+def ticking():
+    """A clock that moves one second each time it is read: a step takes 1 s."""
+    ticks = itertools.count()
+    return lambda: float(next(ticks))
+
+
+def test_a_run_with_a_time_budget_is_reused_with_the_steps_the_first_took(
+    folder, capsys, monkeypatch
+):
+    first = run(setup(), steps=100, time_budget=3.5, clock=ticking())
+    assert first["log"].step == 4 and "reused" not in capsys.readouterr().err
+    calls = []
+    monkeypatch.setattr(train, "_train_loop", lambda *a, **k: calls.append(1))  # must not run
+    second = run(setup(), steps=100, time_budget=3.5, clock=ticking())
+    assert calls == [] and "reused" in capsys.readouterr().err
+    same(first, second)  # the batches stop after the 4th, as training left them
+
+
+def test_a_run_with_another_time_budget_trains(folder, capsys):
+    run(setup(), steps=100, time_budget=3.5, clock=ticking())
+    other = run(setup(), steps=100, time_budget=2.5, clock=ticking())
+    assert "reused" not in capsys.readouterr().err and other["log"].step == 3
+
+
+def test_a_budgeted_run_on_other_batches_trains_on_them_as_without_the_memo(
+    folder, capsys, monkeypatch
+):
+    """The second run draws the first's count of batches to compare them; they differ, so it
+    must train on exactly those and the ones after, as if nothing had been drawn."""
+    run(setup(), steps=100, time_budget=3.5, clock=ticking())
+
+    def changed_batches():
+        model, optimizer, scheduler, criterion, batches = setup()
+        src, tgt_in, tgt_out = next(batches)
+        tgt_out = tgt_out.clone()
+        tgt_out[0, 0] = (tgt_out[0, 0] + 1) % 5 + 3
+        return model, optimizer, scheduler, criterion, itertools.chain([(src, tgt_in, tgt_out)],
+                                                                       batches)  # fmt: skip
+
+    capsys.readouterr()
+    memoed = run(changed_batches(), steps=100, time_budget=5.5, clock=ticking())
+    memoed_again = run(changed_batches(), steps=100, time_budget=3.5, clock=ticking())
+    assert "reused" not in capsys.readouterr().err
+    monkeypatch.delenv(memo.ENV)
+    same(memoed_again, run(changed_batches(), steps=100, time_budget=3.5, clock=ticking()))
+    assert memoed["log"].step == 6
+
+
+def test_a_run_continuing_a_log_takes_the_steps_of_one_run(folder, monkeypatch):
+    """Lesson 09 trains 50 steps at a time into one log; 2 + 2 + 2 steps must be 6 steps,
+    trained or reused."""
+
+    def in_parts():
+        model, optimizer, scheduler, criterion, batches = parts = setup()
+        log = train.TrainingLog(step=0)
+        for end in (2, 4, 6):
+            returned = train.train_steps(model, batches, optimizer, criterion, end, log=log,
+                                         scheduler=scheduler, clip_norm=1.0,
+                                         progress=False)  # fmt: skip
+            assert returned is log and log.step == end
+        return dict(run(parts, steps=6, log=log), log=log)
+
+    trained = in_parts()
+    reused = in_parts()
+    assert len(reused["log"].step_seconds) == 6
+    monkeypatch.delenv(memo.ENV)
+    whole = run(setup(), steps=6)
+    same(trained, whole)
+    same(reused, whole)
+
+
+def test_an_rnn_is_read_by_value_its_weights_held_weakly_too():
+    """nn.GRU keeps weak references to its weights: lesson 09's RNN baselines must be
+    readable, and a change of weight must change the key."""
+    from course.rnn import Seq2SeqRNN
+
+    def rnn(bump=0.0):
+        torch.manual_seed(0)
+        model = Seq2SeqRNN(10, 10, d_embed=8, d_hidden=16, attention=True, pad_id=0)
+        with torch.no_grad():
+            model.decoder.weight_hh_l0[0, 0] += bump
+        return model
+
+    assert memo.fingerprint(rnn()) is not None
+    assert memo.fingerprint(rnn()) == memo.fingerprint(rnn())
+    assert memo.fingerprint(rnn()) != memo.fingerprint(rnn(1e-6))
+
+
+def test_a_log_is_continued_only_from_its_own_step():
+    log = train.TrainingLog(step=4)
+    with pytest.raises(ValueError, match="from step 2 cannot continue a log at step 4"):
+        log.extend(train.TrainingLog(step=3, step_seconds=[1.0]))
+    model, optimizer, scheduler, criterion, batches = setup()
+    with pytest.raises(ValueError, match="start_step 2 and a log at step 4"):
+        train.train_steps(model, batches, optimizer, criterion, 6, start_step=2, log=log)
 
 
 def test_an_input_it_cannot_read_by_value_means_training(folder, capsys):
@@ -313,6 +408,7 @@ def test_which_weight_is_tied_to_which_counts():
         ({"a": {"b": 1}, "c": 2}, {"a": {"b": 1, "c": 2}}),
         (torch.tensor([1.0]), torch.tensor([1065353216], dtype=torch.int32)),  # same bytes
         ((torch.zeros(2), 1), (torch.zeros(2), 1.0)),
+        (torch.tensor(1.0), torch.tensor(2.0)),  # 0-d, as Adam counts its steps
         (torch.float32, torch.float64),  # a dtype or a device among the settings
         (torch.device("cpu"), torch.device("meta")),
         (time.perf_counter, time.process_time),  # train_steps' clock
