@@ -57,21 +57,38 @@ def _lesson(nodeid: str) -> str | None:
     return found.group(1) if found else None
 
 
+# Roughly how many seconds each of the longest units of `make test` takes on a 2-core machine
+# (a lesson: both its notebooks; a file: all its tests), from `pytest --durations` (see
+# docs/timings.json for the machine). Used only to order the work: a stale number costs time,
+# never a result. Everything not named here takes under 20 s.
+LONGEST = {
+    "lesson 11": 130, "lesson 12": 100, "lesson 09": 90, "lesson 10": 75, "lesson 01": 70,
+    "tests/test_sandbox.py": 55, "tests/test_gpu_check.py": 50,
+    "tests/test_learner_safe.py": 46, "lesson 03": 40, "lesson 04": 40, "lesson 07": 35,
+    "tests/test_site.py": 35, "tests/test_train_ddp.py": 30, "tests/test_pipeline.py": 30,
+    "tests/test_progress.py": 25, "tests/test_train_outputs.py": 24, "tests/test_train.py": 22,
+    "tests/test_check_assembly_mutation.py": 22,
+}  # fmt: skip
+
+
+def _unit(nodeid: str) -> str:
+    """The unit of work `make test` hands to one process: "lesson 11" (both its notebooks) or
+    a file's path."""
+    lesson = _lesson(nodeid)
+    return f"lesson {lesson}" if lesson else nodeid.split("::")[0]
+
+
 def pytest_collection_modifyitems(items):
-    """The notebooks first, the later lessons (which train longest) first among them.
+    """The longest units first (LONGEST), the rest after them in the order collected.
 
-    `make test` spreads whole files over two processes (pytest-xdist, --dist loadfile), handed
-    out in this order as each process frees up: a long notebook handed out last would run
-    alone at the end while the other process waits. The order of the cells inside a notebook,
-    and of the tests inside a file, is kept (a stable sort on the lesson alone), and a lesson's
-    learner notebook comes before its solution notebook.
+    `make test` spreads whole units over two processes (pytest-xdist, --dist loadfile), handed
+    out in this order as each process frees up (LessonScheduling below keeps it): a long unit
+    handed out last would run alone at the end while the other process waits, and the short
+    ones at the end fill the gaps. The order of the cells inside a notebook, and of the tests
+    inside a file, is kept (a stable sort), and a lesson's learner notebook comes before its
+    solution notebook.
     """
-
-    def weight(item):
-        lesson = _lesson(item.nodeid)
-        return (1, 0) if lesson is None else (0, -int(lesson))
-
-    items.sort(key=weight)
+    items.sort(key=lambda item: -LONGEST.get(_unit(item.nodeid), 0))
 
 
 @pytest.hookimpl(optionalhook=True)
@@ -83,10 +100,12 @@ def pytest_xdist_make_scheduler(config, log):
         return None
     from xdist.scheduler import LoadFileScheduling
 
+    # xdist would hand out the files with the most tests first; keep the order above instead
+    config.option.loadscopereorder = False
+
     class LessonScheduling(LoadFileScheduling):
         def _split_scope(self, nodeid: str) -> str:
-            lesson = _lesson(nodeid)
-            return f"lesson {lesson}" if lesson else super()._split_scope(nodeid)
+            return _unit(nodeid) if _lesson(nodeid) else super()._split_scope(nodeid)
 
     return LessonScheduling(config, log)
 

@@ -358,10 +358,11 @@ print("ignore_index = dropping the padded positions:", torch.allclose(with_ignor
 # loss, clips, and steps Adam and the schedule; a progress bar shows the loss and the rate.
 # `make train` takes {{ config["steps"] }} steps. Here we take {{ steps }},
 # {{ steps * config["batch_size"] / len(task.train):.0f }} passes over the
-# {{ len(task.train):, }} training pairs, 50 at a time: each `train_steps` call continues
-# one log (`log=log`), and between the calls we translate 200 held-out sentences to follow
-# the exact match (the share translated without a single wrong word), BLEU (section 6), and
-# the share of outputs that have the right words in any order.
+# {{ len(task.train):, }} training pairs, in calls of 50 steps each: every `train_steps` call
+# continues one log (`log=log`: the steps, losses and seconds add up across the calls), and
+# after each call we translate 200 held-out sentences to follow the exact match (the share
+# translated without a single wrong word), BLEU (section 6), and the share of outputs that
+# have the right words in any order.
 #
 # We also count, for section 8, the tokens the model reads and the padded positions
 # besides, and time the steps by `time.process_time`, the CPU time this notebook's process used: on one
