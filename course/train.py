@@ -966,11 +966,14 @@ def _remaining_budget(config: dict, seconds_so_far: float) -> float | None:
 
 
 def _decoder(config: dict, beam: bool = True) -> Callable:
-    """How evaluation decodes: greedy, or beam search (alpha 0.6) with beam_size > 1. On the
-    real tasks the Transformer decodes with lesson 10's KV cache (greedy and beam search
-    alike: the same outputs, several times faster)."""
+    """How evaluation decodes: greedy, or beam search (alpha 0.6) with beam_size > 1. The
+    Transformer decodes with lesson 10's KV cache (greedy and beam search alike: the
+    outputs of recomputing but for a tie in the last digits, several times faster), unless
+    its positions are ones the cache does not know (--set positions=learned)."""
     beam_size = _setting(config, "beam_size") if beam else 1
-    cached = config.get("architecture") == "transformer"  # set for the real tasks only
+    cached = _setting(config, "architecture") == "transformer" and config.get(
+        "positions", "sinusoidal"
+    ) in ("sinusoidal", "rotary")
     if beam_size > 1:
         from course.decoding import beam_search
         from course.efficient import cached_beam_search

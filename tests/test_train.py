@@ -455,3 +455,14 @@ def test_evaluate_takes_any_pairs_and_any_decoder():
     assert results["exact_match"] == 1.0 and results["bleu"] == 100.0 and results["n_test"] == 7
     greedy = train.evaluate(model, task, "cpu", 3, pairs=pairs, progress=False)
     assert greedy["n_test"] == 7 and greedy["exact_match"] < 1.0  # untrained
+
+
+def test_the_toy_tasks_decode_with_the_kv_cache_and_the_tutorial_gru_without():
+    """Evaluation decodes every Transformer with lesson 10's cache (several times faster);
+    the tutorial's GRU has no cache and generates one GRU step a token."""
+    from course.efficient import cached_greedy_decode
+
+    assert train._decoder(train.CONFIGS["reverse"]) is cached_greedy_decode
+    assert train._decoder(train.CONFIGS["fra-eng"], beam=False) is cached_greedy_decode
+    gru = train._decoder({**train.CONFIGS["fra-eng"], **train.MODELS["tutorial-gru"]})
+    assert gru is not cached_greedy_decode and gru is not train.greedy_decode
